@@ -1,0 +1,37 @@
+# kafka_wire: every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint typecheck regen check-generated bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job: decode the bundled sample frames and print them as JSON.
+run: $(STAMP)
+	$(VENV)/bin/kafka-wire decode --hex tests/golden/*.hex
+
+# The whole test suite: generated code up to date, lint, types, tests.
+test: $(STAMP)
+	$(PY) -m kafka_wire.schema.importer --check
+	$(PY) -m kafka_wire.codegen --check
+	$(VENV)/bin/ruff check kafka_wire tests bench fuzz
+	$(VENV)/bin/mypy
+	$(PY) -bb -m pytest -q -p no:cacheprovider
+
+regen: $(STAMP)
+	$(PY) -m kafka_wire.schema.importer
+	$(PY) -m kafka_wire.codegen
+
+bench: $(STAMP)
+	$(PY) bench/bench_metadata.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
