@@ -153,3 +153,15 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer misbehaved; ``__cause__`` holds the :class:`DecodeError` when there is one."""
+
+
+class UnsupportedApiError(InvalidValueError):
+    """A request names an API key or version this library does not define.
+
+    Servers answer these the way Kafka does (an ApiVersions v0 error response, or closing the
+    connection), so the request header fields they need are kept here.
+    """
+
+    def __init__(self, reason: str, *, api_key: int, version: int, correlation_id: int, offset: int = 4) -> None:
+        self.correlation_id = correlation_id
+        super().__init__(reason, offset=offset, api_key=api_key, version=version, message="request header")

@@ -1,0 +1,231 @@
+"""Hand-written runtime of the generated codecs: base classes, field descriptors, varints.
+
+Generated modules in ``kafka_wire.messages`` import from here. The straight-line per-version
+functions they define do the work; this module only dispatches, keeps the descriptors the
+interpreter (:mod:`kafka_wire.codec.interp`) and the Hypothesis strategies read, and turns any
+low-level failure into a precise :class:`~kafka_wire.errors.DecodeError` / ``EncodeError`` by
+re-running the interpreter, which tracks field paths.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Self
+from uuid import UUID
+
+from kafka_wire.errors import (
+    DecodeError,
+    EncodeError,
+    InvalidValueError,
+    TruncatedError,
+    UnsupportedVersionError,
+)
+from kafka_wire.schema.versions import VersionSet
+
+#: The all-zero UUID, Kafka's ``Uuid.ZERO_UUID`` and the default of every uuid field.
+ZERO_UUID: Final = UUID(int=0)
+
+#: Longest string Kafka reads or writes (its length must fit an int16, in flexible versions too).
+MAX_STRING_BYTES: Final = 0x7FFF
+
+
+class _Fresh:
+    """Marks a parameter left at its default when that default is a new list or struct."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<fresh default>"
+
+
+#: Default of array and struct parameters: the constructor builds a new empty list or struct.
+FRESH: Final[Any] = _Fresh()
+
+TaggedFields = tuple[tuple[int, bytes], ...]
+
+# Exceptions that the generated straight-line code can raise on bad input or bad values; any of
+# them sends the work to the interpreter, which raises the precise error.
+DECODE_FAILURES: Final = (DecodeError, struct.error, IndexError, ValueError, OverflowError, MemoryError)
+ENCODE_FAILURES: Final = (EncodeError, struct.error, TypeError, AttributeError, ValueError, OverflowError)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """One field of a generated class, as the interpreter and the strategies need it."""
+
+    name: str  # Python attribute name
+    wire_name: str  # Kafka's name
+    kind: str  # primitive name, "struct" or "array"
+    element: str | None  # array element kind
+    struct: type[Struct] | None  # the struct class, for struct fields and arrays of structs
+    versions: VersionSet
+    nullable: VersionSet
+    tag: int | None
+    tagged: VersionSet
+    flexible_override: VersionSet | None
+    default: Callable[[], Any]  # a fresh default value
+    ignorable: bool
+    entity_type: str | None = None
+
+    def struct_class(self) -> type[Struct]:
+        if self.struct is None:
+            raise TypeError(f"{self.name} is not a struct field")
+        return self.struct
+
+    def flexible(self, version: int, message_flexible: VersionSet) -> bool:
+        override = self.flexible_override
+        return version in (message_flexible if override is None else override)
+
+
+class Struct:
+    """Base of every generated message and nested struct class."""
+
+    __slots__ = ("unknown_tagged_fields",)
+
+    unknown_tagged_fields: TaggedFields
+    #: The fields in wire order, for the interpreter and the strategies.
+    FIELDS: ClassVar[tuple[FieldSpec, ...]]
+    #: The message's flexible versions (they apply to every nested struct).
+    FLEXIBLE_VERSIONS: ClassVar[VersionSet]
+    #: The versions in which this struct exists.
+    STRUCT_VERSIONS: ClassVar[VersionSet]
+    _decoders: ClassVar[dict[int, Callable[[bytes, int], tuple[Any, int]]]]
+    _encoders: ClassVar[dict[int, Callable[[Any, bytearray], None]]]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.__slots_all__())
+
+    __hash__ = None  # type: ignore[assignment]  # mutable values compare by content
+
+    @classmethod
+    def __slots_all__(cls) -> tuple[str, ...]:
+        return (*(f.name for f in cls.FIELDS), "unknown_tagged_fields")
+
+    def __repr__(self) -> str:
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS]
+        if self.unknown_tagged_fields:
+            parts.append(f"unknown_tagged_fields={self.unknown_tagged_fields!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def encode(self, version: int) -> bytes:
+        """The body bytes of this message at ``version``."""
+        out = bytearray()
+        self.encode_into(out, version)
+        return bytes(out)
+
+    def encode_into(self, out: bytearray, version: int) -> None:
+        """Append the bytes of this message at ``version`` to ``out``."""
+        encoder = self._encoders.get(version)
+        if encoder is None:
+            raise UnsupportedVersionError(
+                f"valid versions are {self.STRUCT_VERSIONS.format()}", message=type(self).__name__, version=version
+            )
+        mark = len(out)
+        try:
+            encoder(self, out)
+        except ENCODE_FAILURES as exc:
+            del out[mark:]
+            from kafka_wire.codec import interp
+
+            interp.encode(self, version, bytearray())  # raises the precise EncodeError
+            raise EncodeError(f"cannot encode: {exc!r}", message=type(self).__name__, version=version) from exc
+
+    @classmethod
+    def decode(cls, buf: bytes | bytearray | memoryview, version: int, *, strict: bool = False) -> Self:
+        """Decode one message from ``buf``; ``strict`` rejects bytes left over after it."""
+        data = buf if type(buf) is bytes else bytes(buf)
+        msg, end = cls.decode_from(data, 0, version)
+        if strict and end != len(data):
+            raise InvalidValueError(
+                f"{len(data) - end} bytes left after the message", offset=end, version=version, message=cls.__name__
+            )
+        return msg
+
+    @classmethod
+    def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
+        """Decode from ``buf`` at ``pos``; return the message and the position after it."""
+        decoder = cls._decoders.get(version)
+        if decoder is None:
+            raise InvalidValueError(
+                f"no such version (valid: {cls.STRUCT_VERSIONS.format()})",
+                offset=pos,
+                version=version,
+                message=cls.__name__,
+            )
+        try:
+            result: tuple[Self, int] = decoder(buf, pos)
+            return result
+        except DECODE_FAILURES as exc:
+            from kafka_wire.codec import interp
+
+            interp.decode(cls, buf, pos, version)  # raises the precise DecodeError
+            raise DecodeError(f"undecodable: {exc!r}", offset=pos, version=version, message=cls.__name__) from exc
+
+
+class Message(Struct):
+    """Base of top-level message classes (requests, responses, headers, data)."""
+
+    __slots__ = ()
+
+    API_KEY: ClassVar[int | None]
+    KIND: ClassVar[str]
+    #: Valid versions, ascending.
+    VERSIONS: ClassVar[tuple[int, ...]]
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``."""
+    value = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        if shift == 28:
+            if b & 0x80:
+                raise InvalidValueError("unsigned varint longer than 5 bytes", offset=pos - 1)
+            return value | ((b & 0x0F) << 28), pos
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    """Append ``value`` (0 <= value < 2**32) as an unsigned varint."""
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise EncodeError(f"unsigned varint out of range: {value}")
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def truncated(what: str) -> TruncatedError:
+    return TruncatedError(f"input ends inside {what}")
+
+
+def invalid(what: str) -> InvalidValueError:
+    return InvalidValueError(what)
+
+
+def write_tagged(out: bytearray, known: list[tuple[int, bytes | bytearray]], unknown: TaggedFields,
+                 known_tags: frozenset[int]) -> None:  # fmt: skip
+    """Write a tagged-field block: known values and retained unknown ones, ascending by tag."""
+    if unknown:
+        seen: set[int] = set()
+        for tag, _ in unknown:
+            if tag in known_tags or tag in seen:
+                raise EncodeError(f"tag {tag} is used twice or collides with a known tag")
+            seen.add(tag)
+        entries = sorted([*known, *unknown], key=lambda e: e[0])
+    else:
+        entries = known
+    write_uvarint(out, len(entries))
+    for tag, data in entries:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data

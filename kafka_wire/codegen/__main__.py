@@ -1,0 +1,5 @@
+import sys
+
+from kafka_wire.codegen.generate import main
+
+sys.exit(main())

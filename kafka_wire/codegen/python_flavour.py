@@ -1,0 +1,694 @@
+"""The CPython-tuned flavour: schema model -> one Python module per API.
+
+Each struct gets a slotted class; each (struct, version) gets one straight-line decode and one
+encode function. Versions whose wire layout is identical share a function. Runs of fixed-width
+fields (and, in non-flexible versions, the length prefix that follows them) are read and written
+with one precompiled ``struct.Struct``.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+from kafka_wire.codegen.writer import SourceWriter
+from kafka_wire.errors import SchemaError
+from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct, WireType
+
+STRUCT_CHARS: dict[str, str] = {
+    "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+    "uint16": "H", "uint32": "I", "float64": "d", "uuid": "16s",
+}  # fmt: skip
+PY_TYPES: dict[str, str] = {
+    "bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int64": "int", "uint16": "int",
+    "uint32": "int", "float64": "float", "uuid": "UUID", "string": "str", "bytes": "bytes",
+    "records": "bytes | memoryview",
+}  # fmt: skip
+
+
+def py_type(field: Field, classes: dict[str, str]) -> str:
+    t = field.type
+    if t.kind == "array":
+        assert t.element is not None
+        inner = classes[t.struct] if t.struct else PY_TYPES[t.element.kind]
+        base = f"list[{inner}]"
+    elif t.kind == "struct":
+        assert t.struct is not None
+        base = classes[t.struct]
+    else:
+        base = PY_TYPES[t.kind]
+    return f"{base} | None" if field.nullable else base
+
+
+def _int_default(text: str) -> int:
+    text = text.strip()
+    return int(text, 16) if text.lower().startswith(("0x", "-0x")) else int(text)
+
+
+def default_literal(field: Field, classes: dict[str, str]) -> str | None:
+    """The default as an immutable Python literal, or None when it must be built fresh."""
+    d = field.default
+    kind = field.type.kind
+    if d == "null":
+        if not field.nullable:
+            raise SchemaError(f"{field.name}: null default on a non-nullable field")
+        return "None"
+    if kind == "bool":
+        return "True" if (d or "false").lower() == "true" else "False"
+    if kind in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+        return repr(_int_default(d)) if d else "0"
+    if kind == "float64":
+        return repr(float(d)) if d else "0.0"
+    if kind == "uuid":
+        if not d:
+            return "ZERO_UUID"
+        raw = base64.urlsafe_b64decode(d + "=" * (-len(d) % 4))
+        return f"UUID(bytes={raw!r})"
+    if kind == "string":
+        return repr(d or "")
+    if kind == "bytes":
+        return 'b""'
+    if kind == "records":
+        return "None"
+    return None  # arrays and structs
+
+
+def fresh_default(field: Field, classes: dict[str, str]) -> str:
+    """An expression that builds a fresh default value."""
+    lit = default_literal(field, classes)
+    if lit is not None:
+        return lit
+    if field.type.kind == "array":
+        return "[]"
+    assert field.type.struct is not None
+    return f"{classes[field.type.struct]}()"
+
+
+def nondefault_check(field: Field, value: str, classes: dict[str, str]) -> str:
+    """An expression that is true when ``value`` is not the field's default (Kafka's rule)."""
+    kind = field.type.kind
+    if field.default == "null" or kind == "records":
+        return f"{value} is not None"
+    if kind in ("array", "bytes"):
+        return f"{value} is None or len({value}) != 0"
+    if kind == "struct":
+        assert field.type.struct is not None
+        return f"{value} != _DEFAULT_{classes[field.type.struct]}"
+    lit = default_literal(field, classes)
+    return f"{value} != {lit}"
+
+
+@dataclass
+class Layout:
+    """What one version of a struct looks like on the wire (the key for sharing functions)."""
+
+    flexible: bool
+    present: tuple[tuple[object, ...], ...]
+    tagged: tuple[tuple[object, ...], ...]
+
+
+class ModuleEmitter:
+    """Emits one generated module holding one or more messages."""
+
+    def __init__(self, messages: list[Message], banner: list[str], classes: dict[str, str]) -> None:
+        self.messages = messages
+        self.banner = banner
+        self.classes = classes  # struct name -> class name, per message while emitting
+        self.structs: dict[str, str] = {}  # format -> constant name
+        self.body = SourceWriter()
+        self.tables = SourceWriter()
+        self.fn_names: dict[str, str] = {}  # function source (with placeholder) -> name
+
+    # ----------------------------------------------------------------- helpers
+    def struct_const(self, fmt: str) -> str:
+        name = self.structs.get(fmt)
+        if name is None:
+            name = self.structs[fmt] = f"_S{len(self.structs)}"
+        return name
+
+    def class_of(self, field: Field) -> str:
+        assert field.type.struct is not None
+        return self.msg_classes[field.type.struct]
+
+    # ----------------------------------------------------------------- classes
+    def emit_class(self, msg: Message, s: Struct) -> None:
+        w = self.body
+        cls = s.class_name
+        base = "Message" if s is msg.root else "Struct"
+        w.line()
+        w.line()
+        with w.block(f"class {cls}({base}):"):
+            names = ", ".join(repr(f.py_name) for f in s.fields)
+            w.line(f"__slots__ = ({names}{',' if len(s.fields) == 1 else ''})")
+            w.line()
+            for f in s.fields:
+                w.line(f"{f.py_name}: {py_type(f, self.msg_classes)}")
+            if s.fields:
+                w.line()
+            params = []
+            for f in s.fields:
+                lit = default_literal(f, self.msg_classes)
+                params.append(f"{f.py_name}: {py_type(f, self.msg_classes)} = {lit if lit is not None else 'FRESH'}")
+            params.append("unknown_tagged_fields: TaggedFields = ()")
+            with w.block(f"def __init__(self, *, {', '.join(params)}) -> None:"):
+                for f in s.fields:
+                    lit = default_literal(f, self.msg_classes)
+                    if lit is None:
+                        fresh = fresh_default(f, self.msg_classes)
+                        w.line(f"self.{f.py_name} = {fresh} if {f.py_name} is FRESH else {f.py_name}")
+                    else:
+                        w.line(f"self.{f.py_name} = {f.py_name}")
+                w.line("self.unknown_tagged_fields = unknown_tagged_fields")
+
+    # ----------------------------------------------------------------- layouts
+    def field_flexible(self, msg: Message, f: Field, v: int) -> bool:
+        return v in (msg.flexible if f.flexible_override is None else f.flexible_override)
+
+    def layout_key(self, msg: Message, s: Struct, v: int) -> tuple[object, ...]:
+        def fkey(f: Field) -> tuple[object, ...]:
+            return (f.py_name, f.type, f.is_nullable(v), self.field_flexible(msg, f, v), f.tag if f.is_tagged(v) else None)
+
+        present = tuple(fkey(f) for f in s.fields if f.present(v) and not f.is_tagged(v))
+        tagged = tuple(fkey(f) for f in s.fields if f.present(v) and f.is_tagged(v))
+        absent = tuple(
+            (f.py_name, f.ignorable) for f in s.fields if not f.present(v) or f.is_tagged(v)
+        )
+        known_tags = tuple(sorted({f.tag for f in s.fields if f.tag is not None}))
+        return (v in msg.flexible, present, tagged, absent, known_tags)
+
+    # ----------------------------------------------------------------- decode
+    def emit_decoder(self, msg: Message, s: Struct, v: int) -> str:
+        w = SourceWriter()
+        cls = s.class_name
+        flexible = v in msg.flexible
+        uses_mv = any(
+            f.present(v) and (f.type.kind == "records") for f in s.fields
+        )
+        with w.block(f"def @NAME@(buf: bytes, pos: int) -> tuple[{cls}, int]:"):
+            w.line(f"o = _new({cls})")
+            w.line("blen = len(buf)")
+            if uses_mv:
+                w.line("mv = memoryview(buf)")
+            # Defaults first: absent fields and tagged fields.
+            for f in s.fields:
+                if not f.present(v) or f.is_tagged(v):
+                    w.line(f"o.{f.py_name} = {fresh_default(f, self.msg_classes)}")
+            run: list[tuple[str, str]] = []  # (struct char, target)
+
+            def flush() -> None:
+                if not run:
+                    return
+                fmt = ">" + "".join(c for c, _ in run)
+                const = self.struct_const(fmt)
+                targets = [t for _, t in run]
+                size = sum(_char_size(c) for c, _ in run)
+                lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+                w.line(f"{lhs} = {const}.unpack_from(buf, pos)")
+                w.line(f"pos += {size}")
+                for c, t in run:
+                    if c == "16s":
+                        w.line(f"o.{t[2:-4]} = UUID(bytes={t})")
+                run.clear()
+
+            for f in s.fields:
+                if not f.present(v) or f.is_tagged(v):
+                    continue
+                fflex = self.field_flexible(msg, f, v)
+                kind = f.type.kind
+                target = f"o.{f.py_name}"
+                if kind in STRUCT_CHARS:
+                    c = STRUCT_CHARS[kind]
+                    # uuids are read into a local and converted after the run
+                    run.append((c, f"u_{f.py_name}_raw" if c == "16s" else target))
+                    continue
+                if not fflex and kind in ("string", "bytes", "records", "array"):
+                    run.append(("h" if kind == "string" else "i", "n"))
+                    flush()
+                    self.read_var(w, msg, f, v, target, fflex, have_length=True)
+                elif kind == "struct" and f.is_nullable(v):
+                    run.append(("b", "n"))
+                    flush()
+                    self.read_struct(w, f, v, target, marker_loaded=True)
+                else:
+                    flush()
+                    self.read_var(w, msg, f, v, target, fflex, have_length=False)
+            flush()
+            if flexible:
+                self.read_tagged(w, msg, s, v)
+            else:
+                w.line("o.unknown_tagged_fields = ()")
+            w.line("return o, pos")
+        return w.text()
+
+    def read_length(self, w: SourceWriter, flexible: bool, kind: str) -> None:
+        if flexible:
+            w.line("n = buf[pos]")
+            with w.block("if n < 0x80:"):
+                w.line("pos += 1")
+            with w.block("else:"):
+                w.line("n, pos = _read_uvarint(buf, pos)")
+            w.line("n -= 1")
+        else:
+            c = "h" if kind == "string" else "i"
+            w.line(f"n, = {self.struct_const('>' + c)}.unpack_from(buf, pos)")
+            w.line(f"pos += {_char_size(c)}")
+
+    def read_var(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool,
+                 have_length: bool) -> None:  # fmt: skip
+        kind = f.type.kind
+        if kind == "struct":
+            self.read_struct(w, f, v, target, marker_loaded=False)
+            return
+        if not have_length:
+            self.read_length(w, flexible, kind)
+        with w.block("if n < 0:"):
+            if f.is_nullable(v):
+                w.line(f"{target} = None")
+            else:
+                w.line(f"raise _invalid('non-nullable field {f.name} was null')")
+        with w.block("else:"):
+            if kind == "array":
+                self.read_array_body(w, f, v, target, flexible)
+                return
+            if kind == "string":
+                with w.block("if n > 0x7FFF:"):
+                    w.line(f"raise _invalid('string field {f.name} is too long')")
+            w.line("end = pos + n")
+            with w.block("if end > blen:"):
+                w.line(f"raise _truncated('{f.name}')")
+            if kind == "string":
+                w.line(f"{target} = buf[pos:end].decode()")
+            elif kind == "bytes":
+                w.line(f"{target} = buf[pos:end]")
+            else:
+                w.line(f"{target} = mv[pos:end]")
+            w.line("pos = end")
+
+    def read_struct(self, w: SourceWriter, f: Field, v: int, target: str, marker_loaded: bool) -> None:
+        fn = self.fn_ref(f.type.struct, v)
+        if f.is_nullable(v):
+            if not marker_loaded:
+                w.line("n = buf[pos]")
+                w.line("pos += 1")
+                w.line("if n >= 0x80:")
+                w.line("    n -= 0x100")
+            with w.block("if n < 0:"):
+                w.line(f"{target} = None")
+            with w.block("else:"):
+                w.line(f"{target}, pos = {fn}(buf, pos)")
+        else:
+            w.line(f"{target}, pos = {fn}(buf, pos)")
+
+    def read_array_body(self, w: SourceWriter, f: Field, v: int, target: str, flexible: bool) -> None:
+        elem = f.type.element
+        assert elem is not None
+        ek = elem.kind
+        if ek in STRUCT_CHARS and ek != "uuid":
+            size = FIXED_WIDTH[ek]
+            with w.block(f"if n * {size} > blen - pos:"):
+                w.line(f"raise _truncated('{f.name}')")
+            w.line(f"{target} = list(_unpack_from(f'>{{n}}{STRUCT_CHARS[ek]}', buf, pos))")
+            w.line(f"pos += n * {size}")
+            return
+        with w.block("if n > blen - pos:"):
+            w.line(f"raise _invalid('array {f.name} declares more elements than bytes remain')")
+        w.line("lst = []")
+        w.line("app = lst.append")
+        with w.block("for _ in range(n):"):
+            if ek == "uuid":
+                w.line("end = pos + 16")
+                with w.block("if end > blen:"):
+                    w.line(f"raise _truncated('{f.name}')")
+                w.line("app(UUID(bytes=buf[pos:end]))")
+                w.line("pos = end")
+            elif ek in ("string", "bytes"):
+                self.read_length_elem(w, flexible, ek)
+                with w.block("if n2 < 0:"):
+                    w.line(f"raise _invalid('null element in {f.name}')")
+                if ek == "string":
+                    with w.block("if n2 > 0x7FFF:"):
+                        w.line(f"raise _invalid('string in {f.name} is too long')")
+                w.line("end = pos + n2")
+                with w.block("if end > blen:"):
+                    w.line(f"raise _truncated('{f.name}')")
+                w.line("app(buf[pos:end].decode())" if ek == "string" else "app(buf[pos:end])")
+                w.line("pos = end")
+            elif ek == "struct":
+                w.line(f"x, pos = {self.fn_ref(f.type.struct, v)}(buf, pos)")
+                w.line("app(x)")
+            else:
+                raise SchemaError(f"arrays of {ek} are not supported")
+        w.line(f"{target} = lst")
+
+    def read_length_elem(self, w: SourceWriter, flexible: bool, kind: str) -> None:
+        if flexible:
+            w.line("n2 = buf[pos]")
+            with w.block("if n2 < 0x80:"):
+                w.line("pos += 1")
+            with w.block("else:"):
+                w.line("n2, pos = _read_uvarint(buf, pos)")
+            w.line("n2 -= 1")
+        else:
+            c = "h" if kind == "string" else "i"
+            w.line(f"n2, = {self.struct_const('>' + c)}.unpack_from(buf, pos)")
+            w.line(f"pos += {_char_size(c)}")
+
+    def read_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int) -> None:
+        tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)
+        valid = {f.tag for f in tagged}
+        other = sorted({f.tag for f in s.fields if f.tag is not None} - valid)
+        w.line("n = buf[pos]")
+        with w.block("if n < 0x80:"):
+            w.line("pos += 1")
+        with w.block("else:"):
+            w.line("n, pos = _read_uvarint(buf, pos)")
+        with w.block("if n == 0:"):
+            w.line("o.unknown_tagged_fields = ()")
+        with w.block("else:"):
+            w.line("unknown = []")
+            with w.block("for _ in range(n):"):
+                w.line("tag, pos = _read_uvarint(buf, pos)")
+                w.line("size, pos = _read_uvarint(buf, pos)")
+                first = True
+                for f in tagged:
+                    with w.block(f"{'if' if first else 'elif'} tag == {f.tag}:"):
+                        kind = f.type.kind
+                        target = f"o.{f.py_name}"
+                        if kind in STRUCT_CHARS:
+                            c = STRUCT_CHARS[kind]
+                            const = self.struct_const(">" + c)
+                            if c == "16s":
+                                w.line(f"raw, = {const}.unpack_from(buf, pos)")
+                                w.line(f"{target} = UUID(bytes=raw)")
+                            else:
+                                w.line(f"{target}, = {const}.unpack_from(buf, pos)")
+                            w.line(f"pos += {_char_size(c)}")
+                        else:
+                            self.read_var(w, msg, f, v, target, True, have_length=False)
+                    first = False
+                if other:
+                    with w.block(f"{'if' if first else 'elif'} tag in {tuple(other)!r}:"):
+                        w.line(f"raise _invalid(f'tag {{tag}} is not valid in version {v}')")
+                    first = False
+                with w.block("else:" if not first else "if True:"):
+                    w.line("end = pos + size")
+                    with w.block("if end > blen:"):
+                        w.line("raise _truncated('a tagged field')")
+                    w.line("unknown.append((tag, buf[pos:end]))")
+                    w.line("pos = end")
+            w.line("o.unknown_tagged_fields = tuple(unknown)")
+
+    # ----------------------------------------------------------------- encode
+    def emit_encoder(self, msg: Message, s: Struct, v: int) -> str:
+        w = SourceWriter()
+        cls = s.class_name
+        flexible = v in msg.flexible
+        with w.block(f"def @NAME@(o: {cls}, out: bytearray) -> None:"):
+            for f in s.fields:
+                if not f.present(v) and not f.ignorable:
+                    with w.block(f"if {nondefault_check(f, 'o.' + f.py_name, self.msg_classes)}:"):
+                        w.line(f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})")
+            run: list[tuple[str, str]] = []
+
+            def flush() -> None:
+                if not run:
+                    return
+                fmt = ">" + "".join(c for c, _ in run)
+                const = self.struct_const(fmt)
+                w.line(f"out += {const}.pack({', '.join(e for _, e in run)})")
+                run.clear()
+
+            for f in s.fields:
+                if not f.present(v) or f.is_tagged(v):
+                    continue
+                kind = f.type.kind
+                value = f"o.{f.py_name}"
+                if kind in STRUCT_CHARS:
+                    c = STRUCT_CHARS[kind]
+                    run.append((c, f"{value}.bytes" if c == "16s" else value))
+                    continue
+                flush()
+                self.write_value(w, msg, f, v, value, self.field_flexible(msg, f, v), "out")
+            flush()
+            if flexible:
+                self.write_tagged(w, msg, s, v)
+            else:
+                with w.block("if o.unknown_tagged_fields:"):
+                    w.line(f"raise EncodeError('tagged fields cannot be written in version {v}')")
+        return w.text()
+
+    def write_length(self, w: SourceWriter, flexible: bool, kind: str, n: str, out: str) -> None:
+        if flexible:
+            w.line(f"m = {n} + 1")
+            with w.block("if m < 0x80:"):
+                w.line(f"{out}.append(m)")
+            with w.block("else:"):
+                w.line(f"_write_uvarint({out}, m)")
+        else:
+            c = "h" if kind == "string" else "i"
+            w.line(f"{out} += {self.struct_const('>' + c)}.pack({n})")
+
+    def write_null(self, w: SourceWriter, flexible: bool, kind: str, out: str) -> None:
+        if flexible:
+            w.line(f"{out}.append(0)")
+        else:
+            null = b"\xff\xff" if kind == "string" else b"\xff\xff\xff\xff"
+            w.line(f"{out} += {null!r}")
+
+    def write_value(self, w: SourceWriter, msg: Message, f: Field, v: int, value: str, flexible: bool,
+                    out: str) -> None:  # fmt: skip
+        kind = f.type.kind
+        if kind in STRUCT_CHARS:
+            c = STRUCT_CHARS[kind]
+            packed = f"{value}.bytes" if c == "16s" else value
+            w.line(f"{out} += {self.struct_const('>' + c)}.pack({packed})")
+            return
+        if kind == "struct":
+            fn = self.fn_ref(f.type.struct, v, encode=True)
+            if f.is_nullable(v):
+                w.line(f"x = {value}")
+                with w.block("if x is None:"):
+                    w.line(f"{out}.append(0xFF)")
+                with w.block("else:"):
+                    w.line(f"{out}.append(1)")
+                    w.line(f"{fn}(x, {out})")
+            else:
+                w.line(f"{fn}({value}, {out})")
+            return
+        w.line(f"x = {value}")
+        with w.block("if x is None:"):
+            if f.is_nullable(v):
+                self.write_null(w, flexible, kind, out)
+            else:
+                w.line(f"raise ValueOutOfRangeError('non-nullable field {f.name} is None', version={v})")
+        with w.block("else:"):
+            if kind == "array":
+                self.write_array_body(w, f, v, flexible, out)
+                return
+            if kind == "string":
+                w.line("b = x.encode()")
+                with w.block("if len(b) > 0x7FFF:"):
+                    w.line(f"raise ValueOutOfRangeError('string field {f.name} is too long', version={v})")
+            else:
+                w.line("b = x")
+            self.write_length(w, flexible, kind, "len(b)", out)
+            w.line(f"{out} += b")
+
+    def write_array_body(self, w: SourceWriter, f: Field, v: int, flexible: bool, out: str) -> None:
+        elem = f.type.element
+        assert elem is not None
+        ek = elem.kind
+        if ek in STRUCT_CHARS and ek != "uuid":
+            c = STRUCT_CHARS[ek]
+            if flexible:
+                self.write_length(w, True, "array", "len(x)", out)
+                w.line(f"{out} += _pack(f'>{{len(x)}}{c}', *x)")
+            else:
+                w.line(f"{out} += _pack(f'>i{{len(x)}}{c}', len(x), *x)")
+            return
+        self.write_length(w, flexible, "array", "len(x)", out)
+        if ek == "uuid":
+            with w.block("for e in x:"):
+                w.line(f"{out} += e.bytes")
+        elif ek in ("string", "bytes"):
+            with w.block("for e in x:"):
+                if ek == "string":
+                    w.line("b = e.encode()")
+                    with w.block("if len(b) > 0x7FFF:"):
+                        w.line(f"raise ValueOutOfRangeError('string in {f.name} is too long', version={v})")
+                else:
+                    w.line("b = e")
+                self.write_length(w, flexible, ek, "len(b)", out)
+                w.line(f"{out} += b")
+        elif ek == "struct":
+            fn = self.fn_ref(f.type.struct, v, encode=True)
+            with w.block("for e in x:"):
+                w.line(f"{fn}(e, {out})")
+        else:
+            raise SchemaError(f"arrays of {ek} are not supported")
+
+    def write_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int) -> None:
+        tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)
+        known_tags = sorted({f.tag for f in tagged if f.tag is not None})
+        if not tagged:
+            with w.block("if o.unknown_tagged_fields:"):
+                w.line("_write_tagged(out, [], o.unknown_tagged_fields, frozenset())")
+            with w.block("else:"):
+                w.line("out.append(0)")
+            return
+        w.line("known: list[tuple[int, bytes | bytearray]] = []")
+        for f in tagged:
+            with w.block(f"if {nondefault_check(f, 'o.' + f.py_name, self.msg_classes)}:"):
+                w.line("t = bytearray()")
+                self.write_value(w, msg, f, v, f"o.{f.py_name}", True, "t")
+                w.line(f"known.append(({f.tag}, t))")
+        with w.block("if o.unknown_tagged_fields or known:"):
+            w.line(f"_write_tagged(out, known, o.unknown_tagged_fields, frozenset({known_tags!r}))")
+        with w.block("else:"):
+            w.line("out.append(0)")
+
+    # ----------------------------------------------------------------- functions
+    def fn_ref(self, struct_name: str | None, v: int, encode: bool = False) -> str:
+        assert struct_name is not None
+        return self.fn_table[(struct_name, v, encode)]
+
+    def plan_functions(self, msg: Message) -> None:
+        """Give every (struct, version, direction) a function name, sharing identical layouts."""
+        for s in msg.all_structs():
+            key_struct = None if s is msg.root else s.name
+            by_layout: dict[tuple[object, ...], int] = {}
+            for v in s.versions:
+                layout = self.layout_key(msg, s, v)
+                first = by_layout.setdefault(layout, v)
+                name = s.name if key_struct is not None else msg.name
+                self.fn_table[(name, v, False)] = f"_decode_{s.class_name}_v{first}"
+                self.fn_table[(name, v, True)] = f"_encode_{s.class_name}_v{first}"
+
+    def emit_functions(self, msg: Message) -> None:
+        w = self.body
+        for s in msg.all_structs():
+            name = msg.name if s is msg.root else s.name
+            done: set[str] = set()
+            for v in s.versions:
+                for encode in (False, True):
+                    fn = self.fn_table[(name, v, encode)]
+                    if fn in done:
+                        continue
+                    done.add(fn)
+                    src = self.emit_encoder(msg, s, v) if encode else self.emit_decoder(msg, s, v)
+                    w.line()
+                    w.line()
+                    for line in src.rstrip("\n").split("\n"):
+                        w.line(line.replace("@NAME@", fn))
+
+    def emit_tables(self, msg: Message) -> None:
+        t = self.tables
+        for s in msg.all_structs():
+            name = msg.name if s is msg.root else s.name
+            cls = s.class_name
+            t.line()
+            specs = [self.field_spec(f) for f in s.fields]
+            if specs:
+                with t.block(f"{cls}.FIELDS = ("):
+                    for spec in specs:
+                        t.line(spec + ",")
+                t.line(")")
+            else:
+                t.line(f"{cls}.FIELDS = ()")
+            t.line(f"{cls}.FLEXIBLE_VERSIONS = VersionSet.parse({msg.flexible.format()!r})")
+            t.line(f"{cls}.STRUCT_VERSIONS = VersionSet.parse({s.versions.format()!r})")
+            dec = ", ".join(f"{v}: {self.fn_table[(name, v, False)]}" for v in s.versions)
+            enc = ", ".join(f"{v}: {self.fn_table[(name, v, True)]}" for v in s.versions)
+            t.line(f"{cls}._decoders = {{{dec}}}")
+            t.line(f"{cls}._encoders = {{{enc}}}")
+            if s is msg.root:
+                t.line(f"{cls}.API_KEY = {msg.api_key!r}")
+                t.line(f"{cls}.KIND = {msg.kind!r}")
+                versions = tuple(msg.valid)
+                t.line(f"{cls}.VERSIONS = {versions!r}")
+            else:
+                t.line(f"_DEFAULT_{cls} = {cls}()")
+
+    def field_spec(self, f: Field) -> str:
+        elem = f.type.element.kind if f.type.element is not None else None
+        struct = self.msg_classes[f.type.struct] if f.type.struct else None
+        fresh = fresh_default(f, self.msg_classes)
+        override = f"VersionSet.parse({f.flexible_override.format()!r})" if f.flexible_override is not None else None
+        return (
+            f"FieldSpec({f.py_name!r}, {f.name!r}, {f.type.kind!r}, {elem!r}, {struct}, "
+            f"VersionSet.parse({f.versions.format()!r}), VersionSet.parse({f.nullable.format()!r}), {f.tag!r}, "
+            f"VersionSet.parse({f.tagged.format()!r}), {override}, lambda: {fresh}, {f.ignorable!r}, "
+            f"{f.entity_type!r})"
+        )
+
+    # ----------------------------------------------------------------- module
+    def emit(self) -> str:
+        self.fn_table: dict[tuple[str, int, bool], str] = {}
+        for msg in self.messages:
+            self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
+            self.msg_classes[msg.name] = msg.root.class_name
+            for s in msg.all_structs():
+                self.emit_class(msg, s)
+        for msg in self.messages:
+            self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
+            self.msg_classes[msg.name] = msg.root.class_name
+            self.plan_functions(msg)
+            self.emit_functions(msg)
+            self.emit_tables(msg)
+        head = SourceWriter()
+        head.lines(self.banner)
+        head.line()
+        head.line("from __future__ import annotations")
+        head.line()
+        head.line("from struct import Struct as _Struct")
+        head.line("from struct import pack as _pack")
+        head.line("from struct import unpack_from as _unpack_from")
+        head.line("from uuid import UUID")
+        head.line()
+        head.line("from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields")
+        head.line("from kafka_wire.codec.runtime import invalid as _invalid")
+        head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
+        head.line("from kafka_wire.codec.runtime import truncated as _truncated")
+        head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
+        head.line("from kafka_wire.codec.runtime import write_uvarint as _write_uvarint")
+        head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
+        head.line("from kafka_wire.schema.versions import VersionSet")
+        head.line()
+        head.line("_new = object.__new__")
+        for fmt, name in self.structs.items():
+            head.line(f"{name} = _Struct({fmt!r})")
+        text = head.text() + self.body.text() + "\n" + self.tables.text()
+        return _tidy_imports(text)
+
+
+def _char_size(c: str) -> int:
+    return {"?": 1, "b": 1, "h": 2, "i": 4, "q": 8, "H": 2, "I": 4, "d": 8, "16s": 16}[c]
+
+
+def _tidy_imports(text: str) -> str:
+    """Drop imports the module does not use (keeps generated modules lint-clean)."""
+    body_start = text.index("_new = object.__new__")
+    body = text[body_start:]
+    lines = text[:body_start].split("\n")
+    kept = []
+    for line in lines:
+        if line.startswith(("from kafka_wire.codec.runtime import", "from struct import", "from uuid import",
+                            "from kafka_wire.errors import", "from kafka_wire.schema.versions import")):
+            names = line.split(" import ", 1)[1]
+            parts = [p.strip() for p in names.split(",")]
+            used = []
+            for p in parts:
+                alias = p.split(" as ")[-1]
+                if _uses(body, alias):
+                    used.append(p)
+            if not used:
+                continue
+            line = line.split(" import ", 1)[0] + " import " + ", ".join(used)
+        kept.append(line)
+    return "\n".join(kept) + body
+
+
+def _uses(body: str, name: str) -> bool:
+    import re
+
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", body) is not None

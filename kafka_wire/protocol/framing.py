@@ -1,0 +1,143 @@
+"""Size-prefixed frames: request and response headers plus bodies.
+
+A frame is an int32 size followed by that many bytes: the header, then the body. Header versions
+follow Kafka's rules (``request_header_version`` / ``response_header_version``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Final
+
+from kafka_wire.codec.runtime import Message
+from kafka_wire.errors import EncodeError, InvalidValueError, TruncatedError, UnsupportedApiError
+from kafka_wire.messages import REQUESTS, RESPONSES, ApiKey, RequestHeader, ResponseHeader
+
+_SIZE: Final = struct.Struct(">i")
+_KEY_VERSION_CORRELATION: Final = struct.Struct(">hhi")
+
+Buffer = bytes | bytearray | memoryview
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """RequestHeader v2 for flexible versions, v1 otherwise, v0 for ControlledShutdown v0."""
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
+        return 0
+    cls = REQUESTS.get(api_key)
+    return 2 if cls is not None and api_version in cls.FLEXIBLE_VERSIONS else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """ResponseHeader v1 for flexible versions, v0 otherwise; ApiVersions is always v0 (KIP-511)."""
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    cls = RESPONSES.get(api_key)
+    return 1 if cls is not None and api_version in cls.FLEXIBLE_VERSIONS else 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFrame:
+    """A decoded request frame, with any bytes the client sent after the body."""
+
+    header: RequestHeader
+    body: Message
+    trailing: bytes = b""
+
+
+def _frame(header: Message, header_version: int, body: Message, version: int, trailing: Buffer = b"") -> bytes:
+    out = bytearray(4)
+    header.encode_into(out, header_version)
+    body.encode_into(out, version)
+    out += trailing
+    _SIZE.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def encode_request(header: RequestHeader, body: Message, version: int, *, trailing: Buffer = b"") -> bytes:
+    """A size-prefixed request frame; the header's api key and version are taken from ``body``.
+
+    ``trailing`` bytes are written after the body (to reproduce a frame exactly, see
+    :func:`decode_request_frame`).
+    """
+    if body.KIND != "request" or body.API_KEY is None:
+        raise EncodeError(f"{type(body).__name__} is not a request", version=version)
+    if header.request_api_key != body.API_KEY or header.request_api_version != version:
+        header = RequestHeader(
+            request_api_key=body.API_KEY,
+            request_api_version=version,
+            correlation_id=header.correlation_id,
+            client_id=header.client_id,
+            unknown_tagged_fields=header.unknown_tagged_fields,
+        )
+    return _frame(header, request_header_version(body.API_KEY, version), body, version, trailing)
+
+
+def encode_response(header: ResponseHeader, body: Message, version: int) -> bytes:
+    """A size-prefixed response frame."""
+    if body.KIND != "response" or body.API_KEY is None:
+        raise EncodeError(f"{type(body).__name__} is not a response", version=version)
+    return _frame(header, response_header_version(body.API_KEY, version), body, version)
+
+
+def _open_frame(frame: Buffer) -> bytes:
+    data = frame if type(frame) is bytes else bytes(frame)
+    if len(data) < 4:
+        raise TruncatedError("a frame needs a 4-byte size", offset=0)
+    (size,) = _SIZE.unpack_from(data, 0)
+    if size != len(data) - 4:
+        error = TruncatedError if size > len(data) - 4 else InvalidValueError
+        raise error(f"frame size says {size} bytes, {len(data) - 4} follow", offset=0)
+    return data
+
+
+def _check_end(data: bytes, end: int, strict: bool, api_key: int, version: int, name: str) -> None:
+    if strict and end != len(data):
+        raise InvalidValueError(
+            f"{len(data) - end} bytes left after the body", offset=end, api_key=api_key, version=version, message=name
+        )
+
+
+def decode_request(frame: Buffer, *, strict: bool = False) -> tuple[RequestHeader, Message]:
+    """Decode a size-prefixed request frame; the api key and version come from its header.
+
+    Bytes after the body are accepted, as Kafka accepts them (librdkafka sends some), unless
+    ``strict``.
+    """
+    decoded = decode_request_frame(frame, strict=strict)
+    return decoded.header, decoded.body
+
+
+def decode_request_frame(frame: Buffer, *, strict: bool = False) -> RequestFrame:
+    """Like :func:`decode_request`, keeping the bytes after the body."""
+    data = _open_frame(frame)
+    if len(data) < 12:
+        raise TruncatedError("a request header needs 8 bytes", offset=len(data))
+    api_key, api_version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(data, 4)
+    cls = REQUESTS.get(api_key)
+    if cls is None or api_version not in cls.VERSIONS:
+        what = "api key" if cls is None else "version"
+        raise UnsupportedApiError(
+            f"unsupported {what}: api {api_key} v{api_version}",
+            api_key=api_key,
+            version=api_version,
+            correlation_id=correlation_id,
+        )
+    header, pos = RequestHeader.decode_from(data, 4, request_header_version(api_key, api_version))
+    body, end = cls.decode_from(data, pos, api_version)
+    _check_end(data, end, strict, api_key, api_version, cls.__name__)
+    return RequestFrame(header, body, data[end:])
+
+
+def decode_response(
+    frame: Buffer, api_key: int, api_version: int, *, strict: bool = False
+) -> tuple[ResponseHeader, Message]:
+    """Decode a size-prefixed response frame to the request ``api_key`` at ``api_version``."""
+    data = _open_frame(frame)
+    cls = RESPONSES.get(api_key)
+    if cls is None or api_version not in cls.VERSIONS:
+        raise InvalidValueError(f"unsupported api {api_key} v{api_version}", api_key=api_key, version=api_version)
+    header, pos = ResponseHeader.decode_from(data, 4, response_header_version(api_key, api_version))
+    body, end = cls.decode_from(data, pos, api_version)
+    _check_end(data, end, strict, api_key, api_version, cls.__name__)
+    return header, body
