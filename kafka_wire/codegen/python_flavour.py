@@ -166,7 +166,12 @@ class ModuleEmitter:
 
     def layout_key(self, msg: Message, s: Struct, v: int) -> tuple[object, ...]:
         def fkey(f: Field) -> tuple[object, ...]:
-            return (f.py_name, f.type, f.is_nullable(v), self.field_flexible(msg, f, v), f.tag if f.is_tagged(v) else None)
+            # A struct-typed field also keys on the child's function, which differs by version.
+            child = self.fn_table[(f.type.struct, v, False)] if f.type.struct else None
+            return (
+                f.py_name, f.type, f.is_nullable(v), self.field_flexible(msg, f, v),
+                f.tag if f.is_tagged(v) else None, child,
+            )  # fmt: skip
 
         present = tuple(fkey(f) for f in s.fields if f.present(v) and not f.is_tagged(v))
         tagged = tuple(fkey(f) for f in s.fields if f.present(v) and f.is_tagged(v))

@@ -469,6 +469,96 @@ def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData,
         out.append(0)
 
 
+def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
+    o = _new(AlterPartitionRequestTopicData)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionRequestPartitionData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
     o = _new(AlterPartitionRequestTopicData)
     blen = len(buf)
@@ -534,6 +624,71 @@ def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData,
         out.append(0)
 
 
+def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
+    o = _new(AlterPartitionRequestTopicData)
+    blen = len(buf)
+    o.topic_name = ''
+    u_topic_id_raw, = _S4.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionRequestPartitionData_v3(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionRequestTopicData_v3(o: AlterPartitionRequestTopicData, out: bytearray) -> None:
+    out += _S4.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionRequestPartitionData_v3(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_AlterPartitionRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
     o = _new(AlterPartitionRequest)
     blen = len(buf)
@@ -591,6 +746,195 @@ def _encode_AlterPartitionRequest_v0(o: AlterPartitionRequest, out: bytearray) -
             _write_uvarint(out, m)
         for e in x:
             _encode_AlterPartitionRequestTopicData_v0(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_AlterPartitionRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
+    o = _new(AlterPartitionRequest)
+    blen = len(buf)
+    o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
+    pos += 12
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionRequestTopicData_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionRequest_v1(o: AlterPartitionRequest, out: bytearray) -> None:
+    out += _S0.pack(o.broker_id, o.broker_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionRequestTopicData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_AlterPartitionRequest_v2(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
+    o = _new(AlterPartitionRequest)
+    blen = len(buf)
+    o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
+    pos += 12
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionRequestTopicData_v2(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionRequest_v2(o: AlterPartitionRequest, out: bytearray) -> None:
+    out += _S0.pack(o.broker_id, o.broker_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionRequestTopicData_v2(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_AlterPartitionRequest_v3(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
+    o = _new(AlterPartitionRequest)
+    blen = len(buf)
+    o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
+    pos += 12
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionRequestTopicData_v3(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionRequest_v3(o: AlterPartitionRequest, out: bytearray) -> None:
+    out += _S0.pack(o.broker_id, o.broker_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionRequestTopicData_v3(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -810,6 +1154,96 @@ def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicDat
         out.append(0)
 
 
+def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[AlterPartitionResponseTopicData, int]:
+    o = _new(AlterPartitionResponseTopicData)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicData, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionResponsePartitionData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[AlterPartitionResponseTopicData, int]:
     o = _new(AlterPartitionResponseTopicData)
     blen = len(buf)
@@ -938,6 +1372,132 @@ def _encode_AlterPartitionResponse_v0(o: AlterPartitionResponse, out: bytearray)
         out.append(0)
 
 
+def _decode_AlterPartitionResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartitionResponse, int]:
+    o = _new(AlterPartitionResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S6.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionResponseTopicData_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionResponse_v1(o: AlterPartitionResponse, out: bytearray) -> None:
+    out += _S6.pack(o.throttle_time_ms, o.error_code)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionResponseTopicData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_AlterPartitionResponse_v2(buf: bytes, pos: int) -> tuple[AlterPartitionResponse, int]:
+    o = _new(AlterPartitionResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S6.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_AlterPartitionResponseTopicData_v2(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_AlterPartitionResponse_v2(o: AlterPartitionResponse, out: bytearray) -> None:
+    out += _S6.pack(o.throttle_time_ms, o.error_code)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_AlterPartitionResponseTopicData_v2(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 AlterPartitionRequestBrokerState.FIELDS = (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
@@ -969,8 +1529,8 @@ AlterPartitionRequestTopicData.FIELDS = (
 )
 AlterPartitionRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 AlterPartitionRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionRequestTopicData._decoders = {0: _decode_AlterPartitionRequestTopicData_v0, 1: _decode_AlterPartitionRequestTopicData_v0, 2: _decode_AlterPartitionRequestTopicData_v2, 3: _decode_AlterPartitionRequestTopicData_v2}
-AlterPartitionRequestTopicData._encoders = {0: _encode_AlterPartitionRequestTopicData_v0, 1: _encode_AlterPartitionRequestTopicData_v0, 2: _encode_AlterPartitionRequestTopicData_v2, 3: _encode_AlterPartitionRequestTopicData_v2}
+AlterPartitionRequestTopicData._decoders = {0: _decode_AlterPartitionRequestTopicData_v0, 1: _decode_AlterPartitionRequestTopicData_v1, 2: _decode_AlterPartitionRequestTopicData_v2, 3: _decode_AlterPartitionRequestTopicData_v3}
+AlterPartitionRequestTopicData._encoders = {0: _encode_AlterPartitionRequestTopicData_v0, 1: _encode_AlterPartitionRequestTopicData_v1, 2: _encode_AlterPartitionRequestTopicData_v2, 3: _encode_AlterPartitionRequestTopicData_v3}
 _DEFAULT_AlterPartitionRequestTopicData = AlterPartitionRequestTopicData()
 
 AlterPartitionRequest.FIELDS = (
@@ -980,8 +1540,8 @@ AlterPartitionRequest.FIELDS = (
 )
 AlterPartitionRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 AlterPartitionRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionRequest._decoders = {0: _decode_AlterPartitionRequest_v0, 1: _decode_AlterPartitionRequest_v0, 2: _decode_AlterPartitionRequest_v0, 3: _decode_AlterPartitionRequest_v0}
-AlterPartitionRequest._encoders = {0: _encode_AlterPartitionRequest_v0, 1: _encode_AlterPartitionRequest_v0, 2: _encode_AlterPartitionRequest_v0, 3: _encode_AlterPartitionRequest_v0}
+AlterPartitionRequest._decoders = {0: _decode_AlterPartitionRequest_v0, 1: _decode_AlterPartitionRequest_v1, 2: _decode_AlterPartitionRequest_v2, 3: _decode_AlterPartitionRequest_v3}
+AlterPartitionRequest._encoders = {0: _encode_AlterPartitionRequest_v0, 1: _encode_AlterPartitionRequest_v1, 2: _encode_AlterPartitionRequest_v2, 3: _encode_AlterPartitionRequest_v3}
 AlterPartitionRequest.API_KEY = 56
 AlterPartitionRequest.KIND = 'request'
 AlterPartitionRequest.VERSIONS = (0, 1, 2, 3)
@@ -1008,8 +1568,8 @@ AlterPartitionResponseTopicData.FIELDS = (
 )
 AlterPartitionResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 AlterPartitionResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionResponseTopicData._decoders = {0: _decode_AlterPartitionResponseTopicData_v0, 1: _decode_AlterPartitionResponseTopicData_v0, 2: _decode_AlterPartitionResponseTopicData_v2, 3: _decode_AlterPartitionResponseTopicData_v2}
-AlterPartitionResponseTopicData._encoders = {0: _encode_AlterPartitionResponseTopicData_v0, 1: _encode_AlterPartitionResponseTopicData_v0, 2: _encode_AlterPartitionResponseTopicData_v2, 3: _encode_AlterPartitionResponseTopicData_v2}
+AlterPartitionResponseTopicData._decoders = {0: _decode_AlterPartitionResponseTopicData_v0, 1: _decode_AlterPartitionResponseTopicData_v1, 2: _decode_AlterPartitionResponseTopicData_v2, 3: _decode_AlterPartitionResponseTopicData_v2}
+AlterPartitionResponseTopicData._encoders = {0: _encode_AlterPartitionResponseTopicData_v0, 1: _encode_AlterPartitionResponseTopicData_v1, 2: _encode_AlterPartitionResponseTopicData_v2, 3: _encode_AlterPartitionResponseTopicData_v2}
 _DEFAULT_AlterPartitionResponseTopicData = AlterPartitionResponseTopicData()
 
 AlterPartitionResponse.FIELDS = (
@@ -1019,8 +1579,8 @@ AlterPartitionResponse.FIELDS = (
 )
 AlterPartitionResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 AlterPartitionResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionResponse._decoders = {0: _decode_AlterPartitionResponse_v0, 1: _decode_AlterPartitionResponse_v0, 2: _decode_AlterPartitionResponse_v0, 3: _decode_AlterPartitionResponse_v0}
-AlterPartitionResponse._encoders = {0: _encode_AlterPartitionResponse_v0, 1: _encode_AlterPartitionResponse_v0, 2: _encode_AlterPartitionResponse_v0, 3: _encode_AlterPartitionResponse_v0}
+AlterPartitionResponse._decoders = {0: _decode_AlterPartitionResponse_v0, 1: _decode_AlterPartitionResponse_v1, 2: _decode_AlterPartitionResponse_v2, 3: _decode_AlterPartitionResponse_v2}
+AlterPartitionResponse._encoders = {0: _encode_AlterPartitionResponse_v0, 1: _encode_AlterPartitionResponse_v1, 2: _encode_AlterPartitionResponse_v2, 3: _encode_AlterPartitionResponse_v2}
 AlterPartitionResponse.API_KEY = 56
 AlterPartitionResponse.KIND = 'response'
 AlterPartitionResponse.VERSIONS = (0, 1, 2, 3)

@@ -1080,6 +1080,191 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
         out.append(0)
 
 
+def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponseDescribedGroup, int]:
+    o = _new(ConsumerGroupDescribeResponseDescribedGroup)
+    blen = len(buf)
+    o.error_code, = _S4.unpack_from(buf, pos)
+    pos += 2
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupState was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupState is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupState')
+        o.group_state = buf[pos:end].decode()
+        pos = end
+    o.group_epoch, o.assignment_epoch = _S5.unpack_from(buf, pos)
+    pos += 8
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field AssignorName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field AssignorName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('AssignorName')
+        o.assignor_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Members was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Members declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ConsumerGroupDescribeResponseMember_v1(buf, pos)
+            app(x)
+        o.members = lst
+    o.authorized_operations, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescribeResponseDescribedGroup, out: bytearray) -> None:
+    out += _S4.pack(o.error_code)
+    x = o.error_message
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.group_state
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupState is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupState is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S5.pack(o.group_epoch, o.assignment_epoch)
+    x = o.assignor_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field AssignorName is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.members
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Members is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ConsumerGroupDescribeResponseMember_v1(e, out)
+    out += _S2.pack(o.authorized_operations)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
     o = _new(ConsumerGroupDescribeResponse)
     blen = len(buf)
@@ -1137,6 +1322,69 @@ def _encode_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, o
             _write_uvarint(out, m)
         for e in x:
             _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
+    o = _new(ConsumerGroupDescribeResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, out: bytearray) -> None:
+    out += _S2.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1207,8 +1455,8 @@ ConsumerGroupDescribeResponseDescribedGroup.FIELDS = (
 )
 ConsumerGroupDescribeResponseDescribedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ConsumerGroupDescribeResponseDescribedGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponseDescribedGroup._decoders = {0: _decode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _decode_ConsumerGroupDescribeResponseDescribedGroup_v0}
-ConsumerGroupDescribeResponseDescribedGroup._encoders = {0: _encode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _encode_ConsumerGroupDescribeResponseDescribedGroup_v0}
+ConsumerGroupDescribeResponseDescribedGroup._decoders = {0: _decode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _decode_ConsumerGroupDescribeResponseDescribedGroup_v1}
+ConsumerGroupDescribeResponseDescribedGroup._encoders = {0: _encode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _encode_ConsumerGroupDescribeResponseDescribedGroup_v1}
 _DEFAULT_ConsumerGroupDescribeResponseDescribedGroup = ConsumerGroupDescribeResponseDescribedGroup()
 
 ConsumerGroupDescribeResponse.FIELDS = (
@@ -1217,8 +1465,8 @@ ConsumerGroupDescribeResponse.FIELDS = (
 )
 ConsumerGroupDescribeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ConsumerGroupDescribeResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponse._decoders = {0: _decode_ConsumerGroupDescribeResponse_v0, 1: _decode_ConsumerGroupDescribeResponse_v0}
-ConsumerGroupDescribeResponse._encoders = {0: _encode_ConsumerGroupDescribeResponse_v0, 1: _encode_ConsumerGroupDescribeResponse_v0}
+ConsumerGroupDescribeResponse._decoders = {0: _decode_ConsumerGroupDescribeResponse_v0, 1: _decode_ConsumerGroupDescribeResponse_v1}
+ConsumerGroupDescribeResponse._encoders = {0: _encode_ConsumerGroupDescribeResponse_v0, 1: _encode_ConsumerGroupDescribeResponse_v1}
 ConsumerGroupDescribeResponse.API_KEY = 69
 ConsumerGroupDescribeResponse.KIND = 'response'
 ConsumerGroupDescribeResponse.VERSIONS = (0, 1)

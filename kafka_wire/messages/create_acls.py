@@ -409,6 +409,38 @@ def _encode_CreateAclsRequest_v0(o: CreateAclsRequest, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_CreateAclsRequest_v1(buf: bytes, pos: int) -> tuple[CreateAclsRequest, int]:
+    o = _new(CreateAclsRequest)
+    blen = len(buf)
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Creations was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Creations declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_CreateAclsRequestAclCreation_v1(buf, pos)
+            app(x)
+        o.creations = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_CreateAclsRequest_v1(o: CreateAclsRequest, out: bytearray) -> None:
+    x = o.creations
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Creations is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_CreateAclsRequestAclCreation_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsRequest, int]:
     o = _new(CreateAclsRequest)
     blen = len(buf)
@@ -683,8 +715,8 @@ CreateAclsRequest.FIELDS = (
 )
 CreateAclsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 CreateAclsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateAclsRequest._decoders = {0: _decode_CreateAclsRequest_v0, 1: _decode_CreateAclsRequest_v0, 2: _decode_CreateAclsRequest_v2, 3: _decode_CreateAclsRequest_v2}
-CreateAclsRequest._encoders = {0: _encode_CreateAclsRequest_v0, 1: _encode_CreateAclsRequest_v0, 2: _encode_CreateAclsRequest_v2, 3: _encode_CreateAclsRequest_v2}
+CreateAclsRequest._decoders = {0: _decode_CreateAclsRequest_v0, 1: _decode_CreateAclsRequest_v1, 2: _decode_CreateAclsRequest_v2, 3: _decode_CreateAclsRequest_v2}
+CreateAclsRequest._encoders = {0: _encode_CreateAclsRequest_v0, 1: _encode_CreateAclsRequest_v1, 2: _encode_CreateAclsRequest_v2, 3: _encode_CreateAclsRequest_v2}
 CreateAclsRequest.API_KEY = 30
 CreateAclsRequest.KIND = 'request'
 CreateAclsRequest.VERSIONS = (0, 1, 2, 3)

@@ -1201,6 +1201,39 @@ def _encode_CreateTopicsResponse_v0(o: CreateTopicsResponse, out: bytearray) -> 
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_CreateTopicsResponse_v1(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
+    o = _new(CreateTopicsResponse)
+    blen = len(buf)
+    o.throttle_time_ms = 0
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_CreateTopicsResponse_v1(o: CreateTopicsResponse, out: bytearray) -> None:
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_CreateTopicsResponseCreatableTopicResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_CreateTopicsResponse_v2(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
     o = _new(CreateTopicsResponse)
     blen = len(buf)
@@ -1297,6 +1330,69 @@ def _encode_CreateTopicsResponse_v5(o: CreateTopicsResponse, out: bytearray) -> 
         out.append(0)
 
 
+def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
+    o = _new(CreateTopicsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v7(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_CreateTopicsResponse_v7(o: CreateTopicsResponse, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_CreateTopicsResponseCreatableTopicResult_v7(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 CreateTopicsRequestCreatableReplicaAssignment.FIELDS = (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('broker_ids', 'BrokerIds', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
@@ -1378,8 +1474,8 @@ CreateTopicsResponse.FIELDS = (
 )
 CreateTopicsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
 CreateTopicsResponse.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsResponse._decoders = {0: _decode_CreateTopicsResponse_v0, 1: _decode_CreateTopicsResponse_v0, 2: _decode_CreateTopicsResponse_v2, 3: _decode_CreateTopicsResponse_v2, 4: _decode_CreateTopicsResponse_v2, 5: _decode_CreateTopicsResponse_v5, 6: _decode_CreateTopicsResponse_v5, 7: _decode_CreateTopicsResponse_v5}
-CreateTopicsResponse._encoders = {0: _encode_CreateTopicsResponse_v0, 1: _encode_CreateTopicsResponse_v0, 2: _encode_CreateTopicsResponse_v2, 3: _encode_CreateTopicsResponse_v2, 4: _encode_CreateTopicsResponse_v2, 5: _encode_CreateTopicsResponse_v5, 6: _encode_CreateTopicsResponse_v5, 7: _encode_CreateTopicsResponse_v5}
+CreateTopicsResponse._decoders = {0: _decode_CreateTopicsResponse_v0, 1: _decode_CreateTopicsResponse_v1, 2: _decode_CreateTopicsResponse_v2, 3: _decode_CreateTopicsResponse_v2, 4: _decode_CreateTopicsResponse_v2, 5: _decode_CreateTopicsResponse_v5, 6: _decode_CreateTopicsResponse_v5, 7: _decode_CreateTopicsResponse_v7}
+CreateTopicsResponse._encoders = {0: _encode_CreateTopicsResponse_v0, 1: _encode_CreateTopicsResponse_v1, 2: _encode_CreateTopicsResponse_v2, 3: _encode_CreateTopicsResponse_v2, 4: _encode_CreateTopicsResponse_v2, 5: _encode_CreateTopicsResponse_v5, 6: _encode_CreateTopicsResponse_v5, 7: _encode_CreateTopicsResponse_v7}
 CreateTopicsResponse.API_KEY = 19
 CreateTopicsResponse.KIND = 'response'
 CreateTopicsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7)

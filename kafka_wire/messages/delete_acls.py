@@ -437,6 +437,38 @@ def _encode_DeleteAclsRequest_v0(o: DeleteAclsRequest, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_DeleteAclsRequest_v1(buf: bytes, pos: int) -> tuple[DeleteAclsRequest, int]:
+    o = _new(DeleteAclsRequest)
+    blen = len(buf)
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Filters was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Filters declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DeleteAclsRequestFilter_v1(buf, pos)
+            app(x)
+        o.filters = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DeleteAclsRequest_v1(o: DeleteAclsRequest, out: bytearray) -> None:
+    x = o.filters
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Filters is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_DeleteAclsRequestFilter_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRequest, int]:
     o = _new(DeleteAclsRequest)
     blen = len(buf)
@@ -917,6 +949,60 @@ def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult,
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: int) -> tuple[DeleteAclsResponseFilterResult, int]:
+    o = _new(DeleteAclsResponseFilterResult)
+    blen = len(buf)
+    o.error_code, n = _S5.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field MatchingAcls was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array MatchingAcls declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DeleteAclsResponseMatchingAcl_v1(buf, pos)
+            app(x)
+        o.matching_acls = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
+    out += _S1.pack(o.error_code)
+    x = o.error_message
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+        out += _S1.pack(len(b))
+        out += b
+    x = o.matching_acls
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_DeleteAclsResponseMatchingAcl_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[DeleteAclsResponseFilterResult, int]:
     o = _new(DeleteAclsResponseFilterResult)
     blen = len(buf)
@@ -1042,6 +1128,39 @@ def _encode_DeleteAclsResponse_v0(o: DeleteAclsResponse, out: bytearray) -> None
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_DeleteAclsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
+    o = _new(DeleteAclsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field FilterResults was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array FilterResults declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DeleteAclsResponseFilterResult_v1(buf, pos)
+            app(x)
+        o.filter_results = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DeleteAclsResponse_v1(o: DeleteAclsResponse, out: bytearray) -> None:
+    out += _S4.pack(o.throttle_time_ms)
+    x = o.filter_results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_DeleteAclsResponseFilterResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
     o = _new(DeleteAclsResponse)
     blen = len(buf)
@@ -1125,8 +1244,8 @@ DeleteAclsRequest.FIELDS = (
 )
 DeleteAclsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DeleteAclsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsRequest._decoders = {0: _decode_DeleteAclsRequest_v0, 1: _decode_DeleteAclsRequest_v0, 2: _decode_DeleteAclsRequest_v2, 3: _decode_DeleteAclsRequest_v2}
-DeleteAclsRequest._encoders = {0: _encode_DeleteAclsRequest_v0, 1: _encode_DeleteAclsRequest_v0, 2: _encode_DeleteAclsRequest_v2, 3: _encode_DeleteAclsRequest_v2}
+DeleteAclsRequest._decoders = {0: _decode_DeleteAclsRequest_v0, 1: _decode_DeleteAclsRequest_v1, 2: _decode_DeleteAclsRequest_v2, 3: _decode_DeleteAclsRequest_v2}
+DeleteAclsRequest._encoders = {0: _encode_DeleteAclsRequest_v0, 1: _encode_DeleteAclsRequest_v1, 2: _encode_DeleteAclsRequest_v2, 3: _encode_DeleteAclsRequest_v2}
 DeleteAclsRequest.API_KEY = 31
 DeleteAclsRequest.KIND = 'request'
 DeleteAclsRequest.VERSIONS = (0, 1, 2, 3)
@@ -1155,8 +1274,8 @@ DeleteAclsResponseFilterResult.FIELDS = (
 )
 DeleteAclsResponseFilterResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DeleteAclsResponseFilterResult.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsResponseFilterResult._decoders = {0: _decode_DeleteAclsResponseFilterResult_v0, 1: _decode_DeleteAclsResponseFilterResult_v0, 2: _decode_DeleteAclsResponseFilterResult_v2, 3: _decode_DeleteAclsResponseFilterResult_v2}
-DeleteAclsResponseFilterResult._encoders = {0: _encode_DeleteAclsResponseFilterResult_v0, 1: _encode_DeleteAclsResponseFilterResult_v0, 2: _encode_DeleteAclsResponseFilterResult_v2, 3: _encode_DeleteAclsResponseFilterResult_v2}
+DeleteAclsResponseFilterResult._decoders = {0: _decode_DeleteAclsResponseFilterResult_v0, 1: _decode_DeleteAclsResponseFilterResult_v1, 2: _decode_DeleteAclsResponseFilterResult_v2, 3: _decode_DeleteAclsResponseFilterResult_v2}
+DeleteAclsResponseFilterResult._encoders = {0: _encode_DeleteAclsResponseFilterResult_v0, 1: _encode_DeleteAclsResponseFilterResult_v1, 2: _encode_DeleteAclsResponseFilterResult_v2, 3: _encode_DeleteAclsResponseFilterResult_v2}
 _DEFAULT_DeleteAclsResponseFilterResult = DeleteAclsResponseFilterResult()
 
 DeleteAclsResponse.FIELDS = (
@@ -1165,8 +1284,8 @@ DeleteAclsResponse.FIELDS = (
 )
 DeleteAclsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DeleteAclsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsResponse._decoders = {0: _decode_DeleteAclsResponse_v0, 1: _decode_DeleteAclsResponse_v0, 2: _decode_DeleteAclsResponse_v2, 3: _decode_DeleteAclsResponse_v2}
-DeleteAclsResponse._encoders = {0: _encode_DeleteAclsResponse_v0, 1: _encode_DeleteAclsResponse_v0, 2: _encode_DeleteAclsResponse_v2, 3: _encode_DeleteAclsResponse_v2}
+DeleteAclsResponse._decoders = {0: _decode_DeleteAclsResponse_v0, 1: _decode_DeleteAclsResponse_v1, 2: _decode_DeleteAclsResponse_v2, 3: _decode_DeleteAclsResponse_v2}
+DeleteAclsResponse._encoders = {0: _encode_DeleteAclsResponse_v0, 1: _encode_DeleteAclsResponse_v1, 2: _encode_DeleteAclsResponse_v2, 3: _encode_DeleteAclsResponse_v2}
 DeleteAclsResponse.API_KEY = 31
 DeleteAclsResponse.KIND = 'response'
 DeleteAclsResponse.VERSIONS = (0, 1, 2, 3)

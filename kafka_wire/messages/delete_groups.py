@@ -478,6 +478,69 @@ def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, out: bytearray) -> 
         out.append(0)
 
 
+def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
+    o = _new(DeleteGroupsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Results was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Results declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
+            app(x)
+        o.results = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, out: bytearray) -> None:
+    out += _S0.pack(o.throttle_time_ms)
+    x = o.results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DeleteGroupsResponseDeletableGroupResult_v3(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DeleteGroupsRequest.FIELDS = (
     FieldSpec('groups_names', 'GroupsNames', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
 )
@@ -506,8 +569,8 @@ DeleteGroupsResponse.FIELDS = (
 )
 DeleteGroupsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DeleteGroupsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteGroupsResponse._decoders = {0: _decode_DeleteGroupsResponse_v0, 1: _decode_DeleteGroupsResponse_v0, 2: _decode_DeleteGroupsResponse_v2, 3: _decode_DeleteGroupsResponse_v2}
-DeleteGroupsResponse._encoders = {0: _encode_DeleteGroupsResponse_v0, 1: _encode_DeleteGroupsResponse_v0, 2: _encode_DeleteGroupsResponse_v2, 3: _encode_DeleteGroupsResponse_v2}
+DeleteGroupsResponse._decoders = {0: _decode_DeleteGroupsResponse_v0, 1: _decode_DeleteGroupsResponse_v0, 2: _decode_DeleteGroupsResponse_v2, 3: _decode_DeleteGroupsResponse_v3}
+DeleteGroupsResponse._encoders = {0: _encode_DeleteGroupsResponse_v0, 1: _encode_DeleteGroupsResponse_v0, 2: _encode_DeleteGroupsResponse_v2, 3: _encode_DeleteGroupsResponse_v3}
 DeleteGroupsResponse.API_KEY = 42
 DeleteGroupsResponse.KIND = 'response'
 DeleteGroupsResponse.VERSIONS = (0, 1, 2, 3)

@@ -772,6 +772,132 @@ def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, out: bytearray) -> 
         out.append(0)
 
 
+def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
+    o = _new(DeleteTopicsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf, pos)
+            app(x)
+        o.responses = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v5(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
+    o = _new(DeleteTopicsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf, pos)
+            app(x)
+        o.responses = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v6(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DeleteTopicsRequestDeleteTopicState.FIELDS = (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('6+'), VersionSet.parse('6+'), None, VersionSet.parse('none'), None, lambda: None, False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
@@ -813,8 +939,8 @@ DeleteTopicsResponse.FIELDS = (
 )
 DeleteTopicsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 DeleteTopicsResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DeleteTopicsResponse._decoders = {0: _decode_DeleteTopicsResponse_v0, 1: _decode_DeleteTopicsResponse_v1, 2: _decode_DeleteTopicsResponse_v1, 3: _decode_DeleteTopicsResponse_v1, 4: _decode_DeleteTopicsResponse_v4, 5: _decode_DeleteTopicsResponse_v4, 6: _decode_DeleteTopicsResponse_v4}
-DeleteTopicsResponse._encoders = {0: _encode_DeleteTopicsResponse_v0, 1: _encode_DeleteTopicsResponse_v1, 2: _encode_DeleteTopicsResponse_v1, 3: _encode_DeleteTopicsResponse_v1, 4: _encode_DeleteTopicsResponse_v4, 5: _encode_DeleteTopicsResponse_v4, 6: _encode_DeleteTopicsResponse_v4}
+DeleteTopicsResponse._decoders = {0: _decode_DeleteTopicsResponse_v0, 1: _decode_DeleteTopicsResponse_v1, 2: _decode_DeleteTopicsResponse_v1, 3: _decode_DeleteTopicsResponse_v1, 4: _decode_DeleteTopicsResponse_v4, 5: _decode_DeleteTopicsResponse_v5, 6: _decode_DeleteTopicsResponse_v6}
+DeleteTopicsResponse._encoders = {0: _encode_DeleteTopicsResponse_v0, 1: _encode_DeleteTopicsResponse_v1, 2: _encode_DeleteTopicsResponse_v1, 3: _encode_DeleteTopicsResponse_v1, 4: _encode_DeleteTopicsResponse_v4, 5: _encode_DeleteTopicsResponse_v5, 6: _encode_DeleteTopicsResponse_v6}
 DeleteTopicsResponse.API_KEY = 20
 DeleteTopicsResponse.KIND = 'response'
 DeleteTopicsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)

@@ -803,6 +803,60 @@ def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, out: bytearray) -> 
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_DescribeAclsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
+    o = _new(DescribeAclsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code, n = _S6.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Resources was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Resources declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeAclsResponseResource_v1(buf, pos)
+            app(x)
+        o.resources = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, out: bytearray) -> None:
+    out += _S7.pack(o.throttle_time_ms, o.error_code)
+    x = o.error_message
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+        out += _S1.pack(len(b))
+        out += b
+    x = o.resources
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_DescribeAclsResponseResource_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
     o = _new(DescribeAclsResponse)
     blen = len(buf)
@@ -944,8 +998,8 @@ DescribeAclsResponse.FIELDS = (
 )
 DescribeAclsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DescribeAclsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeAclsResponse._decoders = {0: _decode_DescribeAclsResponse_v0, 1: _decode_DescribeAclsResponse_v0, 2: _decode_DescribeAclsResponse_v2, 3: _decode_DescribeAclsResponse_v2}
-DescribeAclsResponse._encoders = {0: _encode_DescribeAclsResponse_v0, 1: _encode_DescribeAclsResponse_v0, 2: _encode_DescribeAclsResponse_v2, 3: _encode_DescribeAclsResponse_v2}
+DescribeAclsResponse._decoders = {0: _decode_DescribeAclsResponse_v0, 1: _decode_DescribeAclsResponse_v1, 2: _decode_DescribeAclsResponse_v2, 3: _decode_DescribeAclsResponse_v2}
+DescribeAclsResponse._encoders = {0: _encode_DescribeAclsResponse_v0, 1: _encode_DescribeAclsResponse_v1, 2: _encode_DescribeAclsResponse_v2, 3: _encode_DescribeAclsResponse_v2}
 DescribeAclsResponse.API_KEY = 29
 DescribeAclsResponse.KIND = 'response'
 DescribeAclsResponse.VERSIONS = (0, 1, 2, 3)

@@ -656,6 +656,136 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, out: bytearra
         out.append(0)
 
 
+def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
+    o = _new(DescribeClusterResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    o.endpoint_type, = _S5.unpack_from(buf, pos)
+    pos += 1
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field ClusterId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ClusterId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ClusterId')
+        o.cluster_id = buf[pos:end].decode()
+        pos = end
+    o.controller_id, = _S3.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Brokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Brokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeClusterResponseBroker_v2(buf, pos)
+            app(x)
+        o.brokers = lst
+    o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, out: bytearray) -> None:
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
+    x = o.error_message
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S5.pack(o.endpoint_type)
+    x = o.cluster_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S3.pack(o.controller_id)
+    x = o.brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Brokers is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeClusterResponseBroker_v2(e, out)
+    out += _S3.pack(o.cluster_authorized_operations)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DescribeClusterRequest.FIELDS = (
     FieldSpec('include_cluster_authorized_operations', 'IncludeClusterAuthorizedOperations', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('endpoint_type', 'EndpointType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 1, False, None),
@@ -694,8 +824,8 @@ DescribeClusterResponse.FIELDS = (
 )
 DescribeClusterResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeClusterResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeClusterResponse._decoders = {0: _decode_DescribeClusterResponse_v0, 1: _decode_DescribeClusterResponse_v1, 2: _decode_DescribeClusterResponse_v1}
-DescribeClusterResponse._encoders = {0: _encode_DescribeClusterResponse_v0, 1: _encode_DescribeClusterResponse_v1, 2: _encode_DescribeClusterResponse_v1}
+DescribeClusterResponse._decoders = {0: _decode_DescribeClusterResponse_v0, 1: _decode_DescribeClusterResponse_v1, 2: _decode_DescribeClusterResponse_v2}
+DescribeClusterResponse._encoders = {0: _encode_DescribeClusterResponse_v0, 1: _encode_DescribeClusterResponse_v1, 2: _encode_DescribeClusterResponse_v2}
 DescribeClusterResponse.API_KEY = 60
 DescribeClusterResponse.KIND = 'response'
 DescribeClusterResponse.VERSIONS = (0, 1, 2)

@@ -1110,6 +1110,158 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, o
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
+    o = _new(DescribeConfigsResponseResult)
+    blen = len(buf)
+    o.error_code, n = _S9.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    o.resource_type, n = _S0.unpack_from(buf, pos)
+    pos += 3
+    if n < 0:
+        raise _invalid('non-nullable field ResourceName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ResourceName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ResourceName')
+        o.resource_name = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Configs was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Configs declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeConfigsResponseResourceResult_v1(buf, pos)
+            app(x)
+        o.configs = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, out: bytearray) -> None:
+    out += _S2.pack(o.error_code)
+    x = o.error_message
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+        out += _S2.pack(len(b))
+        out += b
+    out += _S3.pack(o.resource_type)
+    x = o.resource_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.configs
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Configs is None', version=1)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_DescribeConfigsResponseResourceResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
+    o = _new(DescribeConfigsResponseResult)
+    blen = len(buf)
+    o.error_code, n = _S9.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    o.resource_type, n = _S0.unpack_from(buf, pos)
+    pos += 3
+    if n < 0:
+        raise _invalid('non-nullable field ResourceName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ResourceName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ResourceName')
+        o.resource_name = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Configs was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Configs declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeConfigsResponseResourceResult_v3(buf, pos)
+            app(x)
+        o.configs = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, out: bytearray) -> None:
+    out += _S2.pack(o.error_code)
+    x = o.error_message
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
+        out += _S2.pack(len(b))
+        out += b
+    out += _S3.pack(o.resource_type)
+    x = o.resource_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=3)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ResourceName is too long', version=3)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.configs
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Configs is None', version=3)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_DescribeConfigsResponseResourceResult_v3(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
+
+
 def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
     o = _new(DescribeConfigsResponseResult)
     blen = len(buf)
@@ -1267,6 +1419,72 @@ def _encode_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, out: bytearra
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
+    o = _new(DescribeConfigsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Results was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Results declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeConfigsResponseResult_v1(buf, pos)
+            app(x)
+        o.results = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Results is None', version=1)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_DescribeConfigsResponseResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
+    o = _new(DescribeConfigsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Results was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Results declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeConfigsResponseResult_v3(buf, pos)
+            app(x)
+        o.results = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_DescribeConfigsResponseResult_v3(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
+
+
 def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
     o = _new(DescribeConfigsResponse)
     blen = len(buf)
@@ -1391,8 +1609,8 @@ DescribeConfigsResponseResult.FIELDS = (
 )
 DescribeConfigsResponseResult.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 DescribeConfigsResponseResult.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsResponseResult._decoders = {0: _decode_DescribeConfigsResponseResult_v0, 1: _decode_DescribeConfigsResponseResult_v0, 2: _decode_DescribeConfigsResponseResult_v0, 3: _decode_DescribeConfigsResponseResult_v0, 4: _decode_DescribeConfigsResponseResult_v4}
-DescribeConfigsResponseResult._encoders = {0: _encode_DescribeConfigsResponseResult_v0, 1: _encode_DescribeConfigsResponseResult_v0, 2: _encode_DescribeConfigsResponseResult_v0, 3: _encode_DescribeConfigsResponseResult_v0, 4: _encode_DescribeConfigsResponseResult_v4}
+DescribeConfigsResponseResult._decoders = {0: _decode_DescribeConfigsResponseResult_v0, 1: _decode_DescribeConfigsResponseResult_v1, 2: _decode_DescribeConfigsResponseResult_v1, 3: _decode_DescribeConfigsResponseResult_v3, 4: _decode_DescribeConfigsResponseResult_v4}
+DescribeConfigsResponseResult._encoders = {0: _encode_DescribeConfigsResponseResult_v0, 1: _encode_DescribeConfigsResponseResult_v1, 2: _encode_DescribeConfigsResponseResult_v1, 3: _encode_DescribeConfigsResponseResult_v3, 4: _encode_DescribeConfigsResponseResult_v4}
 _DEFAULT_DescribeConfigsResponseResult = DescribeConfigsResponseResult()
 
 DescribeConfigsResponse.FIELDS = (
@@ -1401,8 +1619,8 @@ DescribeConfigsResponse.FIELDS = (
 )
 DescribeConfigsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 DescribeConfigsResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsResponse._decoders = {0: _decode_DescribeConfigsResponse_v0, 1: _decode_DescribeConfigsResponse_v0, 2: _decode_DescribeConfigsResponse_v0, 3: _decode_DescribeConfigsResponse_v0, 4: _decode_DescribeConfigsResponse_v4}
-DescribeConfigsResponse._encoders = {0: _encode_DescribeConfigsResponse_v0, 1: _encode_DescribeConfigsResponse_v0, 2: _encode_DescribeConfigsResponse_v0, 3: _encode_DescribeConfigsResponse_v0, 4: _encode_DescribeConfigsResponse_v4}
+DescribeConfigsResponse._decoders = {0: _decode_DescribeConfigsResponse_v0, 1: _decode_DescribeConfigsResponse_v1, 2: _decode_DescribeConfigsResponse_v1, 3: _decode_DescribeConfigsResponse_v3, 4: _decode_DescribeConfigsResponse_v4}
+DescribeConfigsResponse._encoders = {0: _encode_DescribeConfigsResponse_v0, 1: _encode_DescribeConfigsResponse_v1, 2: _encode_DescribeConfigsResponse_v1, 3: _encode_DescribeConfigsResponse_v3, 4: _encode_DescribeConfigsResponse_v4}
 DescribeConfigsResponse.API_KEY = 32
 DescribeConfigsResponse.KIND = 'response'
 DescribeConfigsResponse.VERSIONS = (0, 1, 2, 3, 4)

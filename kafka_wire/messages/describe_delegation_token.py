@@ -1120,6 +1120,72 @@ def _encode_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenRespons
         out.append(0)
 
 
+def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
+    o = _new(DescribeDelegationTokenResponse)
+    blen = len(buf)
+    o.error_code, = _S0.unpack_from(buf, pos)
+    pos += 2
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Tokens was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Tokens declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf, pos)
+            app(x)
+        o.tokens = lst
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeDelegationTokenResponse_v3(o: DescribeDelegationTokenResponse, out: bytearray) -> None:
+    out += _S0.pack(o.error_code)
+    x = o.tokens
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Tokens is None', version=3)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DescribeDelegationTokenRequestOwner.FIELDS = (
     FieldSpec('principal_type', 'PrincipalType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('principal_name', 'PrincipalName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
@@ -1176,8 +1242,8 @@ DescribeDelegationTokenResponse.FIELDS = (
 )
 DescribeDelegationTokenResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DescribeDelegationTokenResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeDelegationTokenResponse._decoders = {0: _decode_DescribeDelegationTokenResponse_v0, 1: _decode_DescribeDelegationTokenResponse_v0, 2: _decode_DescribeDelegationTokenResponse_v2, 3: _decode_DescribeDelegationTokenResponse_v2}
-DescribeDelegationTokenResponse._encoders = {0: _encode_DescribeDelegationTokenResponse_v0, 1: _encode_DescribeDelegationTokenResponse_v0, 2: _encode_DescribeDelegationTokenResponse_v2, 3: _encode_DescribeDelegationTokenResponse_v2}
+DescribeDelegationTokenResponse._decoders = {0: _decode_DescribeDelegationTokenResponse_v0, 1: _decode_DescribeDelegationTokenResponse_v0, 2: _decode_DescribeDelegationTokenResponse_v2, 3: _decode_DescribeDelegationTokenResponse_v3}
+DescribeDelegationTokenResponse._encoders = {0: _encode_DescribeDelegationTokenResponse_v0, 1: _encode_DescribeDelegationTokenResponse_v0, 2: _encode_DescribeDelegationTokenResponse_v2, 3: _encode_DescribeDelegationTokenResponse_v3}
 DescribeDelegationTokenResponse.API_KEY = 41
 DescribeDelegationTokenResponse.KIND = 'response'
 DescribeDelegationTokenResponse.VERSIONS = (0, 1, 2, 3)

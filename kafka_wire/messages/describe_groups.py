@@ -959,6 +959,129 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
+def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
+    o = _new(DescribeGroupsResponseDescribedGroup)
+    blen = len(buf)
+    o.error_message = None
+    o.error_code, n = _S3.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field GroupState was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupState is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupState')
+        o.group_state = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field ProtocolType was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ProtocolType is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ProtocolType')
+        o.protocol_type = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field ProtocolData was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ProtocolData is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ProtocolData')
+        o.protocol_data = buf[pos:end].decode()
+        pos = end
+    n, = _S0.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Members was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Members declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf, pos)
+            app(x)
+        o.members = lst
+    o.authorized_operations, = _S0.unpack_from(buf, pos)
+    pos += 4
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDescribedGroup, out: bytearray) -> None:
+    if o.error_message is not None:
+        raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=4)
+    out += _S1.pack(o.error_code)
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=4)
+        out += _S1.pack(len(b))
+        out += b
+    x = o.group_state
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupState is too long', version=4)
+        out += _S1.pack(len(b))
+        out += b
+    x = o.protocol_type
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ProtocolType is too long', version=4)
+        out += _S1.pack(len(b))
+        out += b
+    x = o.protocol_data
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ProtocolData is too long', version=4)
+        out += _S1.pack(len(b))
+        out += b
+    x = o.members
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
+    else:
+        out += _S0.pack(len(x))
+        for e in x:
+            _encode_DescribeGroupsResponseDescribedGroupMember_v4(e, out)
+    out += _S0.pack(o.authorized_operations)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
 def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
     o = _new(DescribeGroupsResponseDescribedGroup)
     blen = len(buf)
@@ -1421,6 +1544,72 @@ def _encode_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, out: bytearray)
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
+def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
+    o = _new(DescribeGroupsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v3(buf, pos)
+            app(x)
+        o.groups = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, out: bytearray) -> None:
+    out += _S0.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
+    else:
+        out += _S0.pack(len(x))
+        for e in x:
+            _encode_DescribeGroupsResponseDescribedGroup_v3(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
+
+
+def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
+    o = _new(DescribeGroupsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v4(buf, pos)
+            app(x)
+        o.groups = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, out: bytearray) -> None:
+    out += _S0.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=4)
+    else:
+        out += _S0.pack(len(x))
+        for e in x:
+            _encode_DescribeGroupsResponseDescribedGroup_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
 def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
     o = _new(DescribeGroupsResponse)
     blen = len(buf)
@@ -1484,6 +1673,69 @@ def _encode_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, out: bytearray)
         out.append(0)
 
 
+def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
+    o = _new(DescribeGroupsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S0.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v6(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, out: bytearray) -> None:
+    out += _S0.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeGroupsResponseDescribedGroup_v6(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DescribeGroupsRequest.FIELDS = (
     FieldSpec('groups', 'Groups', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
     FieldSpec('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
@@ -1522,8 +1774,8 @@ DescribeGroupsResponseDescribedGroup.FIELDS = (
 )
 DescribeGroupsResponseDescribedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
 DescribeGroupsResponseDescribedGroup.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DescribeGroupsResponseDescribedGroup._decoders = {0: _decode_DescribeGroupsResponseDescribedGroup_v0, 1: _decode_DescribeGroupsResponseDescribedGroup_v0, 2: _decode_DescribeGroupsResponseDescribedGroup_v0, 3: _decode_DescribeGroupsResponseDescribedGroup_v3, 4: _decode_DescribeGroupsResponseDescribedGroup_v3, 5: _decode_DescribeGroupsResponseDescribedGroup_v5, 6: _decode_DescribeGroupsResponseDescribedGroup_v6}
-DescribeGroupsResponseDescribedGroup._encoders = {0: _encode_DescribeGroupsResponseDescribedGroup_v0, 1: _encode_DescribeGroupsResponseDescribedGroup_v0, 2: _encode_DescribeGroupsResponseDescribedGroup_v0, 3: _encode_DescribeGroupsResponseDescribedGroup_v3, 4: _encode_DescribeGroupsResponseDescribedGroup_v3, 5: _encode_DescribeGroupsResponseDescribedGroup_v5, 6: _encode_DescribeGroupsResponseDescribedGroup_v6}
+DescribeGroupsResponseDescribedGroup._decoders = {0: _decode_DescribeGroupsResponseDescribedGroup_v0, 1: _decode_DescribeGroupsResponseDescribedGroup_v0, 2: _decode_DescribeGroupsResponseDescribedGroup_v0, 3: _decode_DescribeGroupsResponseDescribedGroup_v3, 4: _decode_DescribeGroupsResponseDescribedGroup_v4, 5: _decode_DescribeGroupsResponseDescribedGroup_v5, 6: _decode_DescribeGroupsResponseDescribedGroup_v6}
+DescribeGroupsResponseDescribedGroup._encoders = {0: _encode_DescribeGroupsResponseDescribedGroup_v0, 1: _encode_DescribeGroupsResponseDescribedGroup_v0, 2: _encode_DescribeGroupsResponseDescribedGroup_v0, 3: _encode_DescribeGroupsResponseDescribedGroup_v3, 4: _encode_DescribeGroupsResponseDescribedGroup_v4, 5: _encode_DescribeGroupsResponseDescribedGroup_v5, 6: _encode_DescribeGroupsResponseDescribedGroup_v6}
 _DEFAULT_DescribeGroupsResponseDescribedGroup = DescribeGroupsResponseDescribedGroup()
 
 DescribeGroupsResponse.FIELDS = (
@@ -1532,8 +1784,8 @@ DescribeGroupsResponse.FIELDS = (
 )
 DescribeGroupsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
 DescribeGroupsResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DescribeGroupsResponse._decoders = {0: _decode_DescribeGroupsResponse_v0, 1: _decode_DescribeGroupsResponse_v1, 2: _decode_DescribeGroupsResponse_v1, 3: _decode_DescribeGroupsResponse_v1, 4: _decode_DescribeGroupsResponse_v1, 5: _decode_DescribeGroupsResponse_v5, 6: _decode_DescribeGroupsResponse_v5}
-DescribeGroupsResponse._encoders = {0: _encode_DescribeGroupsResponse_v0, 1: _encode_DescribeGroupsResponse_v1, 2: _encode_DescribeGroupsResponse_v1, 3: _encode_DescribeGroupsResponse_v1, 4: _encode_DescribeGroupsResponse_v1, 5: _encode_DescribeGroupsResponse_v5, 6: _encode_DescribeGroupsResponse_v5}
+DescribeGroupsResponse._decoders = {0: _decode_DescribeGroupsResponse_v0, 1: _decode_DescribeGroupsResponse_v1, 2: _decode_DescribeGroupsResponse_v1, 3: _decode_DescribeGroupsResponse_v3, 4: _decode_DescribeGroupsResponse_v4, 5: _decode_DescribeGroupsResponse_v5, 6: _decode_DescribeGroupsResponse_v6}
+DescribeGroupsResponse._encoders = {0: _encode_DescribeGroupsResponse_v0, 1: _encode_DescribeGroupsResponse_v1, 2: _encode_DescribeGroupsResponse_v1, 3: _encode_DescribeGroupsResponse_v3, 4: _encode_DescribeGroupsResponse_v4, 5: _encode_DescribeGroupsResponse_v5, 6: _encode_DescribeGroupsResponse_v6}
 DescribeGroupsResponse.API_KEY = 15
 DescribeGroupsResponse.KIND = 'response'
 DescribeGroupsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)

@@ -1037,6 +1037,132 @@ def _encode_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, out: bytearra
         out.append(0)
 
 
+def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
+    o = _new(DescribeLogDirsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Results was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Results declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeLogDirsResponseResult_v4(buf, pos)
+            app(x)
+        o.results = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, out: bytearray) -> None:
+    out += _S7.pack(o.throttle_time_ms, o.error_code)
+    x = o.results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Results is None', version=4)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeLogDirsResponseResult_v4(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
+    o = _new(DescribeLogDirsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Results was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Results declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeLogDirsResponseResult_v5(buf, pos)
+            app(x)
+        o.results = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, out: bytearray) -> None:
+    out += _S7.pack(o.throttle_time_ms, o.error_code)
+    x = o.results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Results is None', version=5)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeLogDirsResponseResult_v5(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DescribeLogDirsRequestDescribableLogDirTopic.FIELDS = (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
@@ -1101,8 +1227,8 @@ DescribeLogDirsResponse.FIELDS = (
 )
 DescribeLogDirsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
 DescribeLogDirsResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsResponse._decoders = {0: _decode_DescribeLogDirsResponse_v0, 1: _decode_DescribeLogDirsResponse_v0, 2: _decode_DescribeLogDirsResponse_v2, 3: _decode_DescribeLogDirsResponse_v3, 4: _decode_DescribeLogDirsResponse_v3, 5: _decode_DescribeLogDirsResponse_v3}
-DescribeLogDirsResponse._encoders = {0: _encode_DescribeLogDirsResponse_v0, 1: _encode_DescribeLogDirsResponse_v0, 2: _encode_DescribeLogDirsResponse_v2, 3: _encode_DescribeLogDirsResponse_v3, 4: _encode_DescribeLogDirsResponse_v3, 5: _encode_DescribeLogDirsResponse_v3}
+DescribeLogDirsResponse._decoders = {0: _decode_DescribeLogDirsResponse_v0, 1: _decode_DescribeLogDirsResponse_v0, 2: _decode_DescribeLogDirsResponse_v2, 3: _decode_DescribeLogDirsResponse_v3, 4: _decode_DescribeLogDirsResponse_v4, 5: _decode_DescribeLogDirsResponse_v5}
+DescribeLogDirsResponse._encoders = {0: _encode_DescribeLogDirsResponse_v0, 1: _encode_DescribeLogDirsResponse_v0, 2: _encode_DescribeLogDirsResponse_v2, 3: _encode_DescribeLogDirsResponse_v3, 4: _encode_DescribeLogDirsResponse_v4, 5: _encode_DescribeLogDirsResponse_v5}
 DescribeLogDirsResponse.API_KEY = 35
 DescribeLogDirsResponse.KIND = 'response'
 DescribeLogDirsResponse.VERSIONS = (0, 1, 2, 3, 4, 5)

@@ -550,6 +550,98 @@ def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePart
         out.append(0)
 
 
+def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponsePartitionData, int]:
+    o = _new(DescribeQuorumResponsePartitionData)
+    blen = len(buf)
+    o.error_message = ''
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S4.unpack_from(buf, pos)
+    pos += 22
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field CurrentVoters was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array CurrentVoters declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
+            app(x)
+        o.current_voters = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Observers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Observers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
+            app(x)
+        o.observers = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePartitionData, out: bytearray) -> None:
+    out += _S4.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
+    x = o.current_voters
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeQuorumResponseReplicaState_v1(e, out)
+    x = o.observers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Observers is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeQuorumResponseReplicaState_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponsePartitionData, int]:
     o = _new(DescribeQuorumResponsePartitionData)
     blen = len(buf)
@@ -756,6 +848,184 @@ def _encode_DescribeQuorumResponseTopicData_v0(o: DescribeQuorumResponseTopicDat
             _write_uvarint(out, m)
         for e in x:
             _encode_DescribeQuorumResponsePartitionData_v0(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseTopicData, int]:
+    o = _new(DescribeQuorumResponseTopicData)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeQuorumResponsePartitionData_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeQuorumResponseTopicData_v1(o: DescribeQuorumResponseTopicData, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeQuorumResponsePartitionData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseTopicData, int]:
+    o = _new(DescribeQuorumResponseTopicData)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeQuorumResponsePartitionData_v2(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeQuorumResponseTopicData_v2(o: DescribeQuorumResponseTopicData, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=2)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeQuorumResponsePartitionData_v2(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -985,6 +1255,73 @@ def _encode_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, out: bytearray)
         out.append(0)
 
 
+def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponse, int]:
+    o = _new(DescribeQuorumResponse)
+    blen = len(buf)
+    o.error_message = ''
+    o.nodes = []
+    o.error_code, = _S8.unpack_from(buf, pos)
+    pos += 2
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeQuorumResponseTopicData_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeQuorumResponse_v1(o: DescribeQuorumResponse, out: bytearray) -> None:
+    if o.nodes is None or len(o.nodes) != 0:
+        raise FieldNotInVersionError('non-default Nodes cannot be written', version=1)
+    out += _S8.pack(o.error_code)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeQuorumResponseTopicData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponse, int]:
     o = _new(DescribeQuorumResponse)
     blen = len(buf)
@@ -1020,7 +1357,7 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseTopicData_v0(buf, pos)
+            x, pos = _decode_DescribeQuorumResponseTopicData_v2(buf, pos)
             app(x)
         o.topics = lst
     n = buf[pos]
@@ -1087,7 +1424,7 @@ def _encode_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, out: bytearray)
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_DescribeQuorumResponseTopicData_v0(e, out)
+            _encode_DescribeQuorumResponseTopicData_v2(e, out)
     x = o.nodes
     if x is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=2)
@@ -1160,8 +1497,8 @@ DescribeQuorumResponsePartitionData.FIELDS = (
 )
 DescribeQuorumResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeQuorumResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponsePartitionData._decoders = {0: _decode_DescribeQuorumResponsePartitionData_v0, 1: _decode_DescribeQuorumResponsePartitionData_v0, 2: _decode_DescribeQuorumResponsePartitionData_v2}
-DescribeQuorumResponsePartitionData._encoders = {0: _encode_DescribeQuorumResponsePartitionData_v0, 1: _encode_DescribeQuorumResponsePartitionData_v0, 2: _encode_DescribeQuorumResponsePartitionData_v2}
+DescribeQuorumResponsePartitionData._decoders = {0: _decode_DescribeQuorumResponsePartitionData_v0, 1: _decode_DescribeQuorumResponsePartitionData_v1, 2: _decode_DescribeQuorumResponsePartitionData_v2}
+DescribeQuorumResponsePartitionData._encoders = {0: _encode_DescribeQuorumResponsePartitionData_v0, 1: _encode_DescribeQuorumResponsePartitionData_v1, 2: _encode_DescribeQuorumResponsePartitionData_v2}
 _DEFAULT_DescribeQuorumResponsePartitionData = DescribeQuorumResponsePartitionData()
 
 DescribeQuorumResponseTopicData.FIELDS = (
@@ -1170,8 +1507,8 @@ DescribeQuorumResponseTopicData.FIELDS = (
 )
 DescribeQuorumResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeQuorumResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponseTopicData._decoders = {0: _decode_DescribeQuorumResponseTopicData_v0, 1: _decode_DescribeQuorumResponseTopicData_v0, 2: _decode_DescribeQuorumResponseTopicData_v0}
-DescribeQuorumResponseTopicData._encoders = {0: _encode_DescribeQuorumResponseTopicData_v0, 1: _encode_DescribeQuorumResponseTopicData_v0, 2: _encode_DescribeQuorumResponseTopicData_v0}
+DescribeQuorumResponseTopicData._decoders = {0: _decode_DescribeQuorumResponseTopicData_v0, 1: _decode_DescribeQuorumResponseTopicData_v1, 2: _decode_DescribeQuorumResponseTopicData_v2}
+DescribeQuorumResponseTopicData._encoders = {0: _encode_DescribeQuorumResponseTopicData_v0, 1: _encode_DescribeQuorumResponseTopicData_v1, 2: _encode_DescribeQuorumResponseTopicData_v2}
 _DEFAULT_DescribeQuorumResponseTopicData = DescribeQuorumResponseTopicData()
 
 DescribeQuorumResponseListener.FIELDS = (
@@ -1203,8 +1540,8 @@ DescribeQuorumResponse.FIELDS = (
 )
 DescribeQuorumResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeQuorumResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponse._decoders = {0: _decode_DescribeQuorumResponse_v0, 1: _decode_DescribeQuorumResponse_v0, 2: _decode_DescribeQuorumResponse_v2}
-DescribeQuorumResponse._encoders = {0: _encode_DescribeQuorumResponse_v0, 1: _encode_DescribeQuorumResponse_v0, 2: _encode_DescribeQuorumResponse_v2}
+DescribeQuorumResponse._decoders = {0: _decode_DescribeQuorumResponse_v0, 1: _decode_DescribeQuorumResponse_v1, 2: _decode_DescribeQuorumResponse_v2}
+DescribeQuorumResponse._encoders = {0: _encode_DescribeQuorumResponse_v0, 1: _encode_DescribeQuorumResponse_v1, 2: _encode_DescribeQuorumResponse_v2}
 DescribeQuorumResponse.API_KEY = 55
 DescribeQuorumResponse.KIND = 'response'
 DescribeQuorumResponse.VERSIONS = (0, 1, 2)

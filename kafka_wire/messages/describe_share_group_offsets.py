@@ -581,6 +581,99 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffse
         out.append(0)
 
 
+def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseTopic, int]:
+    o = _new(DescribeShareGroupOffsetsResponseTopic)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    u_topic_id_raw, = _S2.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffsetsResponseTopic, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S2.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeShareGroupOffsetsResponsePartition_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseGroup, int]:
     o = _new(DescribeShareGroupOffsetsResponseGroup)
     blen = len(buf)
@@ -702,6 +795,127 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffse
         out.append(0)
 
 
+def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseGroup, int]:
+    o = _new(DescribeShareGroupOffsetsResponseGroup)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    o.error_code, = _S3.unpack_from(buf, pos)
+    pos += 2
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.error_message = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ErrorMessage is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ErrorMessage')
+        o.error_message = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffsetsResponseGroup, out: bytearray) -> None:
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeShareGroupOffsetsResponseTopic_v1(e, out)
+    out += _S3.pack(o.error_code)
+    x = o.error_message
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
     o = _new(DescribeShareGroupOffsetsResponse)
     blen = len(buf)
@@ -765,6 +979,69 @@ def _encode_DescribeShareGroupOffsetsResponse_v0(o: DescribeShareGroupOffsetsRes
         out.append(0)
 
 
+def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
+    o = _new(DescribeShareGroupOffsetsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S4.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_DescribeShareGroupOffsetsResponse_v1(o: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
+    out += _S4.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_DescribeShareGroupOffsetsResponseGroup_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 DescribeShareGroupOffsetsRequestTopic.FIELDS = (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
@@ -817,8 +1094,8 @@ DescribeShareGroupOffsetsResponseTopic.FIELDS = (
 )
 DescribeShareGroupOffsetsResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeShareGroupOffsetsResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponseTopic._decoders = {0: _decode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _decode_DescribeShareGroupOffsetsResponseTopic_v0}
-DescribeShareGroupOffsetsResponseTopic._encoders = {0: _encode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _encode_DescribeShareGroupOffsetsResponseTopic_v0}
+DescribeShareGroupOffsetsResponseTopic._decoders = {0: _decode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _decode_DescribeShareGroupOffsetsResponseTopic_v1}
+DescribeShareGroupOffsetsResponseTopic._encoders = {0: _encode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _encode_DescribeShareGroupOffsetsResponseTopic_v1}
 _DEFAULT_DescribeShareGroupOffsetsResponseTopic = DescribeShareGroupOffsetsResponseTopic()
 
 DescribeShareGroupOffsetsResponseGroup.FIELDS = (
@@ -829,8 +1106,8 @@ DescribeShareGroupOffsetsResponseGroup.FIELDS = (
 )
 DescribeShareGroupOffsetsResponseGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeShareGroupOffsetsResponseGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponseGroup._decoders = {0: _decode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _decode_DescribeShareGroupOffsetsResponseGroup_v0}
-DescribeShareGroupOffsetsResponseGroup._encoders = {0: _encode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _encode_DescribeShareGroupOffsetsResponseGroup_v0}
+DescribeShareGroupOffsetsResponseGroup._decoders = {0: _decode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _decode_DescribeShareGroupOffsetsResponseGroup_v1}
+DescribeShareGroupOffsetsResponseGroup._encoders = {0: _encode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _encode_DescribeShareGroupOffsetsResponseGroup_v1}
 _DEFAULT_DescribeShareGroupOffsetsResponseGroup = DescribeShareGroupOffsetsResponseGroup()
 
 DescribeShareGroupOffsetsResponse.FIELDS = (
@@ -839,8 +1116,8 @@ DescribeShareGroupOffsetsResponse.FIELDS = (
 )
 DescribeShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 DescribeShareGroupOffsetsResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponse._decoders = {0: _decode_DescribeShareGroupOffsetsResponse_v0, 1: _decode_DescribeShareGroupOffsetsResponse_v0}
-DescribeShareGroupOffsetsResponse._encoders = {0: _encode_DescribeShareGroupOffsetsResponse_v0, 1: _encode_DescribeShareGroupOffsetsResponse_v0}
+DescribeShareGroupOffsetsResponse._decoders = {0: _decode_DescribeShareGroupOffsetsResponse_v0, 1: _decode_DescribeShareGroupOffsetsResponse_v1}
+DescribeShareGroupOffsetsResponse._encoders = {0: _encode_DescribeShareGroupOffsetsResponse_v0, 1: _encode_DescribeShareGroupOffsetsResponse_v1}
 DescribeShareGroupOffsetsResponse.API_KEY = 90
 DescribeShareGroupOffsetsResponse.KIND = 'response'
 DescribeShareGroupOffsetsResponse.VERSIONS = (0, 1)

@@ -569,6 +569,114 @@ def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_FetchRequestTopic_v5(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
+    o = _new(FetchRequestTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S7.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S8.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestPartition_v5(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=5)
+        out += _S7.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchRequestPartition_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_FetchRequestTopic_v9(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
+    o = _new(FetchRequestTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S7.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S8.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestPartition_v9(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=9)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=9)
+        out += _S7.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchRequestPartition_v9(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 9')
+
+
 def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
     o = _new(FetchRequestTopic)
     blen = len(buf)
@@ -718,6 +826,136 @@ def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e in x:
             _encode_FetchRequestPartition_v12(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
+    o = _new(FetchRequestTopic)
+    blen = len(buf)
+    o.topic = ''
+    u_topic_id_raw, = _S5.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestPartition_v17(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, out: bytearray) -> None:
+    out += _S5.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=17)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestPartition_v17(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
+    o = _new(FetchRequestTopic)
+    blen = len(buf)
+    o.topic = ''
+    u_topic_id_raw, = _S5.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestPartition_v18(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, out: bytearray) -> None:
+    out += _S5.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=18)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestPartition_v18(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1049,6 +1287,49 @@ def _encode_FetchRequest_v4(o: FetchRequest, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
+def _decode_FetchRequest_v5(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
+    o = _new(FetchRequest)
+    blen = len(buf)
+    o.cluster_id = None
+    o.replica_state = FetchRequestReplicaState()
+    o.session_id = 0
+    o.session_epoch = -1
+    o.forgotten_topics_data = []
+    o.rack_id = ''
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n = _S12.unpack_from(buf, pos)
+    pos += 21
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestTopic_v5(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchRequest_v5(o: FetchRequest, out: bytearray) -> None:
+    if o.replica_state != _DEFAULT_FetchRequestReplicaState:
+        raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=5)
+    if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
+        raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=5)
+    out += _S13.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchRequestTopic_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
 def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o = _new(FetchRequest)
     blen = len(buf)
@@ -1065,7 +1346,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v0(buf, pos)
+            x, pos = _decode_FetchRequestTopic_v5(buf, pos)
             app(x)
         o.topics = lst
     n, = _S8.unpack_from(buf, pos)
@@ -1095,7 +1376,7 @@ def _encode_FetchRequest_v7(o: FetchRequest, out: bytearray) -> None:
     else:
         out += _S8.pack(len(x))
         for e in x:
-            _encode_FetchRequestTopic_v0(e, out)
+            _encode_FetchRequestTopic_v5(e, out)
     x = o.forgotten_topics_data
     if x is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=7)
@@ -1105,6 +1386,64 @@ def _encode_FetchRequest_v7(o: FetchRequest, out: bytearray) -> None:
             _encode_FetchRequestForgottenTopic_v7(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
+
+
+def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
+    o = _new(FetchRequest)
+    blen = len(buf)
+    o.cluster_id = None
+    o.replica_state = FetchRequestReplicaState()
+    o.rack_id = ''
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n = _S14.unpack_from(buf, pos)
+    pos += 29
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestTopic_v9(buf, pos)
+            app(x)
+        o.topics = lst
+    n, = _S8.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field ForgottenTopicsData was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
+            app(x)
+        o.forgotten_topics_data = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchRequest_v9(o: FetchRequest, out: bytearray) -> None:
+    if o.replica_state != _DEFAULT_FetchRequestReplicaState:
+        raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=9)
+    out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchRequestTopic_v9(e, out)
+    x = o.forgotten_topics_data
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=9)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchRequestForgottenTopic_v7(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 9')
 
 
 def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
@@ -1122,7 +1461,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v0(buf, pos)
+            x, pos = _decode_FetchRequestTopic_v9(buf, pos)
             app(x)
         o.topics = lst
     n, = _S8.unpack_from(buf, pos)
@@ -1164,7 +1503,7 @@ def _encode_FetchRequest_v11(o: FetchRequest, out: bytearray) -> None:
     else:
         out += _S8.pack(len(x))
         for e in x:
-            _encode_FetchRequestTopic_v0(e, out)
+            _encode_FetchRequestTopic_v9(e, out)
     x = o.forgotten_topics_data
     if x is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=11)
@@ -1345,6 +1684,166 @@ def _encode_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
         out.append(0)
 
 
+def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
+    o = _new(FetchRequest)
+    blen = len(buf)
+    o.cluster_id = None
+    o.replica_state = FetchRequestReplicaState()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S15.unpack_from(buf, pos)
+    pos += 25
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestTopic_v13(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field ForgottenTopicsData was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app(x)
+        o.forgotten_topics_data = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field RackId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field RackId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('RackId')
+        o.rack_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    o.cluster_id = None
+                else:
+                    if n > 0x7FFF:
+                        raise _invalid('string field ClusterId is too long')
+                    end = pos + n
+                    if end > blen:
+                        raise _truncated('ClusterId')
+                    o.cluster_id = buf[pos:end].decode()
+                    pos = end
+            elif tag in (1,):
+                raise _invalid(f'tag {tag} is not valid in version 13')
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
+    if o.replica_state != _DEFAULT_FetchRequestReplicaState:
+        raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=13)
+    out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestTopic_v13(e, out)
+    x = o.forgotten_topics_data
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=13)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestForgottenTopic_v13(e, out)
+    x = o.rack_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field RackId is None', version=13)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field RackId is too long', version=13)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.cluster_id is not None:
+        t = bytearray()
+        x = o.cluster_id
+        if x is None:
+            t.append(0)
+        else:
+            b = x.encode()
+            if len(b) > 0x7FFF:
+                raise ValueOutOfRangeError('string field ClusterId is too long', version=13)
+            m = len(b) + 1
+            if m < 0x80:
+                t.append(m)
+            else:
+                _write_uvarint(t, m)
+            t += b
+        known.append((0, t))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
+    else:
+        out.append(0)
+
+
 def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o = _new(FetchRequest)
     blen = len(buf)
@@ -1493,6 +1992,336 @@ def _encode_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
             b = x.encode()
             if len(b) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=15)
+            m = len(b) + 1
+            if m < 0x80:
+                t.append(m)
+            else:
+                _write_uvarint(t, m)
+            t += b
+        known.append((0, t))
+    if o.replica_state != _DEFAULT_FetchRequestReplicaState:
+        t = bytearray()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
+        known.append((1, t))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
+    else:
+        out.append(0)
+
+
+def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
+    o = _new(FetchRequest)
+    blen = len(buf)
+    o.cluster_id = None
+    o.replica_state = FetchRequestReplicaState()
+    o.replica_id = -1
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S16.unpack_from(buf, pos)
+    pos += 21
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestTopic_v17(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field ForgottenTopicsData was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app(x)
+        o.forgotten_topics_data = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field RackId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field RackId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('RackId')
+        o.rack_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    o.cluster_id = None
+                else:
+                    if n > 0x7FFF:
+                        raise _invalid('string field ClusterId is too long')
+                    end = pos + n
+                    if end > blen:
+                        raise _truncated('ClusterId')
+                    o.cluster_id = buf[pos:end].decode()
+                    pos = end
+            elif tag == 1:
+                o.replica_state, pos = _decode_FetchRequestReplicaState_v15(buf, pos)
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
+    if o.replica_id != -1:
+        raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=17)
+    out += _S16.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=17)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestTopic_v17(e, out)
+    x = o.forgotten_topics_data
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=17)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestForgottenTopic_v13(e, out)
+    x = o.rack_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field RackId is None', version=17)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field RackId is too long', version=17)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.cluster_id is not None:
+        t = bytearray()
+        x = o.cluster_id
+        if x is None:
+            t.append(0)
+        else:
+            b = x.encode()
+            if len(b) > 0x7FFF:
+                raise ValueOutOfRangeError('string field ClusterId is too long', version=17)
+            m = len(b) + 1
+            if m < 0x80:
+                t.append(m)
+            else:
+                _write_uvarint(t, m)
+            t += b
+        known.append((0, t))
+    if o.replica_state != _DEFAULT_FetchRequestReplicaState:
+        t = bytearray()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
+        known.append((1, t))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
+    else:
+        out.append(0)
+
+
+def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
+    o = _new(FetchRequest)
+    blen = len(buf)
+    o.cluster_id = None
+    o.replica_state = FetchRequestReplicaState()
+    o.replica_id = -1
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S16.unpack_from(buf, pos)
+    pos += 21
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestTopic_v18(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field ForgottenTopicsData was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app(x)
+        o.forgotten_topics_data = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field RackId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field RackId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('RackId')
+        o.rack_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    o.cluster_id = None
+                else:
+                    if n > 0x7FFF:
+                        raise _invalid('string field ClusterId is too long')
+                    end = pos + n
+                    if end > blen:
+                        raise _truncated('ClusterId')
+                    o.cluster_id = buf[pos:end].decode()
+                    pos = end
+            elif tag == 1:
+                o.replica_state, pos = _decode_FetchRequestReplicaState_v15(buf, pos)
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
+    if o.replica_id != -1:
+        raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=18)
+    out += _S16.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=18)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestTopic_v18(e, out)
+    x = o.forgotten_topics_data
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=18)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchRequestForgottenTopic_v13(e, out)
+    x = o.rack_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field RackId is None', version=18)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field RackId is too long', version=18)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.cluster_id is not None:
+        t = bytearray()
+        x = o.cluster_id
+        if x is None:
+            t.append(0)
+        else:
+            b = x.encode()
+            if len(b) > 0x7FFF:
+                raise ValueOutOfRangeError('string field ClusterId is too long', version=18)
             m = len(b) + 1
             if m < 0x80:
                 t.append(m)
@@ -2067,6 +2896,168 @@ def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopi
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
+    o = _new(FetchResponseFetchableTopicResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S7.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S8.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponsePartitionData_v4(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=4)
+        out += _S7.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchResponsePartitionData_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
+def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
+    o = _new(FetchResponseFetchableTopicResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S7.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S8.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponsePartitionData_v5(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=5)
+        out += _S7.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchResponsePartitionData_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
+    o = _new(FetchResponseFetchableTopicResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S7.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S8.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponsePartitionData_v11(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=11)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=11)
+        out += _S7.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchResponsePartitionData_v11(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 11')
+
+
 def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
     o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
@@ -2398,6 +3389,86 @@ def _encode_FetchResponse_v1(o: FetchResponse, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
+def _decode_FetchResponse_v4(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
+    o = _new(FetchResponse)
+    blen = len(buf)
+    o.error_code = 0
+    o.session_id = 0
+    o.node_endpoints = []
+    o.throttle_time_ms, n = _S17.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponseFetchableTopicResponse_v4(buf, pos)
+            app(x)
+        o.responses = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchResponse_v4(o: FetchResponse, out: bytearray) -> None:
+    if o.session_id != 0:
+        raise FieldNotInVersionError('non-default SessionId cannot be written', version=4)
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=4)
+    out += _S8.pack(o.throttle_time_ms)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchResponseFetchableTopicResponse_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
+def _decode_FetchResponse_v5(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
+    o = _new(FetchResponse)
+    blen = len(buf)
+    o.error_code = 0
+    o.session_id = 0
+    o.node_endpoints = []
+    o.throttle_time_ms, n = _S17.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
+            app(x)
+        o.responses = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchResponse_v5(o: FetchResponse, out: bytearray) -> None:
+    if o.session_id != 0:
+        raise FieldNotInVersionError('non-default SessionId cannot be written', version=5)
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
+    out += _S8.pack(o.throttle_time_ms)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchResponseFetchableTopicResponse_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
 def _decode_FetchResponse_v7(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
     o = _new(FetchResponse)
     blen = len(buf)
@@ -2412,7 +3483,7 @@ def _decode_FetchResponse_v7(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
+            x, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             app(x)
         o.responses = lst
     o.unknown_tagged_fields = ()
@@ -2429,9 +3500,45 @@ def _encode_FetchResponse_v7(o: FetchResponse, out: bytearray) -> None:
     else:
         out += _S8.pack(len(x))
         for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v0(e, out)
+            _encode_FetchResponseFetchableTopicResponse_v5(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
+
+
+def _decode_FetchResponse_v11(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
+    o = _new(FetchResponse)
+    blen = len(buf)
+    o.node_endpoints = []
+    o.throttle_time_ms, o.error_code, o.session_id, n = _S26.unpack_from(buf, pos)
+    pos += 14
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponseFetchableTopicResponse_v11(buf, pos)
+            app(x)
+        o.responses = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_FetchResponse_v11(o: FetchResponse, out: bytearray) -> None:
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=11)
+    out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=11)
+    else:
+        out += _S8.pack(len(x))
+        for e in x:
+            _encode_FetchResponseFetchableTopicResponse_v11(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 11')
 
 
 def _decode_FetchResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
@@ -2496,6 +3603,74 @@ def _encode_FetchResponse_v12(o: FetchResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e in x:
             _encode_FetchResponseFetchableTopicResponse_v12(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_FetchResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
+    o = _new(FetchResponse)
+    blen = len(buf)
+    o.node_endpoints = []
+    o.throttle_time_ms, o.error_code, o.session_id = _S27.unpack_from(buf, pos)
+    pos += 10
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
+            app(x)
+        o.responses = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag in (0,):
+                raise _invalid(f'tag {tag} is not valid in version 13')
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchResponse_v13(o: FetchResponse, out: bytearray) -> None:
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=13)
+    out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchResponseFetchableTopicResponse_v13(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2632,8 +3807,8 @@ FetchRequestTopic.FIELDS = (
 )
 FetchRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
 FetchRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchRequestTopic._decoders = {0: _decode_FetchRequestTopic_v0, 1: _decode_FetchRequestTopic_v0, 2: _decode_FetchRequestTopic_v0, 3: _decode_FetchRequestTopic_v0, 4: _decode_FetchRequestTopic_v0, 5: _decode_FetchRequestTopic_v0, 6: _decode_FetchRequestTopic_v0, 7: _decode_FetchRequestTopic_v0, 8: _decode_FetchRequestTopic_v0, 9: _decode_FetchRequestTopic_v0, 10: _decode_FetchRequestTopic_v0, 11: _decode_FetchRequestTopic_v0, 12: _decode_FetchRequestTopic_v12, 13: _decode_FetchRequestTopic_v13, 14: _decode_FetchRequestTopic_v13, 15: _decode_FetchRequestTopic_v13, 16: _decode_FetchRequestTopic_v13, 17: _decode_FetchRequestTopic_v13, 18: _decode_FetchRequestTopic_v13}
-FetchRequestTopic._encoders = {0: _encode_FetchRequestTopic_v0, 1: _encode_FetchRequestTopic_v0, 2: _encode_FetchRequestTopic_v0, 3: _encode_FetchRequestTopic_v0, 4: _encode_FetchRequestTopic_v0, 5: _encode_FetchRequestTopic_v0, 6: _encode_FetchRequestTopic_v0, 7: _encode_FetchRequestTopic_v0, 8: _encode_FetchRequestTopic_v0, 9: _encode_FetchRequestTopic_v0, 10: _encode_FetchRequestTopic_v0, 11: _encode_FetchRequestTopic_v0, 12: _encode_FetchRequestTopic_v12, 13: _encode_FetchRequestTopic_v13, 14: _encode_FetchRequestTopic_v13, 15: _encode_FetchRequestTopic_v13, 16: _encode_FetchRequestTopic_v13, 17: _encode_FetchRequestTopic_v13, 18: _encode_FetchRequestTopic_v13}
+FetchRequestTopic._decoders = {0: _decode_FetchRequestTopic_v0, 1: _decode_FetchRequestTopic_v0, 2: _decode_FetchRequestTopic_v0, 3: _decode_FetchRequestTopic_v0, 4: _decode_FetchRequestTopic_v0, 5: _decode_FetchRequestTopic_v5, 6: _decode_FetchRequestTopic_v5, 7: _decode_FetchRequestTopic_v5, 8: _decode_FetchRequestTopic_v5, 9: _decode_FetchRequestTopic_v9, 10: _decode_FetchRequestTopic_v9, 11: _decode_FetchRequestTopic_v9, 12: _decode_FetchRequestTopic_v12, 13: _decode_FetchRequestTopic_v13, 14: _decode_FetchRequestTopic_v13, 15: _decode_FetchRequestTopic_v13, 16: _decode_FetchRequestTopic_v13, 17: _decode_FetchRequestTopic_v17, 18: _decode_FetchRequestTopic_v18}
+FetchRequestTopic._encoders = {0: _encode_FetchRequestTopic_v0, 1: _encode_FetchRequestTopic_v0, 2: _encode_FetchRequestTopic_v0, 3: _encode_FetchRequestTopic_v0, 4: _encode_FetchRequestTopic_v0, 5: _encode_FetchRequestTopic_v5, 6: _encode_FetchRequestTopic_v5, 7: _encode_FetchRequestTopic_v5, 8: _encode_FetchRequestTopic_v5, 9: _encode_FetchRequestTopic_v9, 10: _encode_FetchRequestTopic_v9, 11: _encode_FetchRequestTopic_v9, 12: _encode_FetchRequestTopic_v12, 13: _encode_FetchRequestTopic_v13, 14: _encode_FetchRequestTopic_v13, 15: _encode_FetchRequestTopic_v13, 16: _encode_FetchRequestTopic_v13, 17: _encode_FetchRequestTopic_v17, 18: _encode_FetchRequestTopic_v18}
 _DEFAULT_FetchRequestTopic = FetchRequestTopic()
 
 FetchRequestForgottenTopic.FIELDS = (
@@ -2663,8 +3838,8 @@ FetchRequest.FIELDS = (
 )
 FetchRequest.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
 FetchRequest.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchRequest._decoders = {0: _decode_FetchRequest_v0, 1: _decode_FetchRequest_v0, 2: _decode_FetchRequest_v0, 3: _decode_FetchRequest_v3, 4: _decode_FetchRequest_v4, 5: _decode_FetchRequest_v4, 6: _decode_FetchRequest_v4, 7: _decode_FetchRequest_v7, 8: _decode_FetchRequest_v7, 9: _decode_FetchRequest_v7, 10: _decode_FetchRequest_v7, 11: _decode_FetchRequest_v11, 12: _decode_FetchRequest_v12, 13: _decode_FetchRequest_v12, 14: _decode_FetchRequest_v12, 15: _decode_FetchRequest_v15, 16: _decode_FetchRequest_v15, 17: _decode_FetchRequest_v15, 18: _decode_FetchRequest_v15}
-FetchRequest._encoders = {0: _encode_FetchRequest_v0, 1: _encode_FetchRequest_v0, 2: _encode_FetchRequest_v0, 3: _encode_FetchRequest_v3, 4: _encode_FetchRequest_v4, 5: _encode_FetchRequest_v4, 6: _encode_FetchRequest_v4, 7: _encode_FetchRequest_v7, 8: _encode_FetchRequest_v7, 9: _encode_FetchRequest_v7, 10: _encode_FetchRequest_v7, 11: _encode_FetchRequest_v11, 12: _encode_FetchRequest_v12, 13: _encode_FetchRequest_v12, 14: _encode_FetchRequest_v12, 15: _encode_FetchRequest_v15, 16: _encode_FetchRequest_v15, 17: _encode_FetchRequest_v15, 18: _encode_FetchRequest_v15}
+FetchRequest._decoders = {0: _decode_FetchRequest_v0, 1: _decode_FetchRequest_v0, 2: _decode_FetchRequest_v0, 3: _decode_FetchRequest_v3, 4: _decode_FetchRequest_v4, 5: _decode_FetchRequest_v5, 6: _decode_FetchRequest_v5, 7: _decode_FetchRequest_v7, 8: _decode_FetchRequest_v7, 9: _decode_FetchRequest_v9, 10: _decode_FetchRequest_v9, 11: _decode_FetchRequest_v11, 12: _decode_FetchRequest_v12, 13: _decode_FetchRequest_v13, 14: _decode_FetchRequest_v13, 15: _decode_FetchRequest_v15, 16: _decode_FetchRequest_v15, 17: _decode_FetchRequest_v17, 18: _decode_FetchRequest_v18}
+FetchRequest._encoders = {0: _encode_FetchRequest_v0, 1: _encode_FetchRequest_v0, 2: _encode_FetchRequest_v0, 3: _encode_FetchRequest_v3, 4: _encode_FetchRequest_v4, 5: _encode_FetchRequest_v5, 6: _encode_FetchRequest_v5, 7: _encode_FetchRequest_v7, 8: _encode_FetchRequest_v7, 9: _encode_FetchRequest_v9, 10: _encode_FetchRequest_v9, 11: _encode_FetchRequest_v11, 12: _encode_FetchRequest_v12, 13: _encode_FetchRequest_v13, 14: _encode_FetchRequest_v13, 15: _encode_FetchRequest_v15, 16: _encode_FetchRequest_v15, 17: _encode_FetchRequest_v17, 18: _encode_FetchRequest_v18}
 FetchRequest.API_KEY = 1
 FetchRequest.KIND = 'request'
 FetchRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
@@ -2735,8 +3910,8 @@ FetchResponseFetchableTopicResponse.FIELDS = (
 )
 FetchResponseFetchableTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
 FetchResponseFetchableTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchResponseFetchableTopicResponse._decoders = {0: _decode_FetchResponseFetchableTopicResponse_v0, 1: _decode_FetchResponseFetchableTopicResponse_v0, 2: _decode_FetchResponseFetchableTopicResponse_v0, 3: _decode_FetchResponseFetchableTopicResponse_v0, 4: _decode_FetchResponseFetchableTopicResponse_v0, 5: _decode_FetchResponseFetchableTopicResponse_v0, 6: _decode_FetchResponseFetchableTopicResponse_v0, 7: _decode_FetchResponseFetchableTopicResponse_v0, 8: _decode_FetchResponseFetchableTopicResponse_v0, 9: _decode_FetchResponseFetchableTopicResponse_v0, 10: _decode_FetchResponseFetchableTopicResponse_v0, 11: _decode_FetchResponseFetchableTopicResponse_v0, 12: _decode_FetchResponseFetchableTopicResponse_v12, 13: _decode_FetchResponseFetchableTopicResponse_v13, 14: _decode_FetchResponseFetchableTopicResponse_v13, 15: _decode_FetchResponseFetchableTopicResponse_v13, 16: _decode_FetchResponseFetchableTopicResponse_v13, 17: _decode_FetchResponseFetchableTopicResponse_v13, 18: _decode_FetchResponseFetchableTopicResponse_v13}
-FetchResponseFetchableTopicResponse._encoders = {0: _encode_FetchResponseFetchableTopicResponse_v0, 1: _encode_FetchResponseFetchableTopicResponse_v0, 2: _encode_FetchResponseFetchableTopicResponse_v0, 3: _encode_FetchResponseFetchableTopicResponse_v0, 4: _encode_FetchResponseFetchableTopicResponse_v0, 5: _encode_FetchResponseFetchableTopicResponse_v0, 6: _encode_FetchResponseFetchableTopicResponse_v0, 7: _encode_FetchResponseFetchableTopicResponse_v0, 8: _encode_FetchResponseFetchableTopicResponse_v0, 9: _encode_FetchResponseFetchableTopicResponse_v0, 10: _encode_FetchResponseFetchableTopicResponse_v0, 11: _encode_FetchResponseFetchableTopicResponse_v0, 12: _encode_FetchResponseFetchableTopicResponse_v12, 13: _encode_FetchResponseFetchableTopicResponse_v13, 14: _encode_FetchResponseFetchableTopicResponse_v13, 15: _encode_FetchResponseFetchableTopicResponse_v13, 16: _encode_FetchResponseFetchableTopicResponse_v13, 17: _encode_FetchResponseFetchableTopicResponse_v13, 18: _encode_FetchResponseFetchableTopicResponse_v13}
+FetchResponseFetchableTopicResponse._decoders = {0: _decode_FetchResponseFetchableTopicResponse_v0, 1: _decode_FetchResponseFetchableTopicResponse_v0, 2: _decode_FetchResponseFetchableTopicResponse_v0, 3: _decode_FetchResponseFetchableTopicResponse_v0, 4: _decode_FetchResponseFetchableTopicResponse_v4, 5: _decode_FetchResponseFetchableTopicResponse_v5, 6: _decode_FetchResponseFetchableTopicResponse_v5, 7: _decode_FetchResponseFetchableTopicResponse_v5, 8: _decode_FetchResponseFetchableTopicResponse_v5, 9: _decode_FetchResponseFetchableTopicResponse_v5, 10: _decode_FetchResponseFetchableTopicResponse_v5, 11: _decode_FetchResponseFetchableTopicResponse_v11, 12: _decode_FetchResponseFetchableTopicResponse_v12, 13: _decode_FetchResponseFetchableTopicResponse_v13, 14: _decode_FetchResponseFetchableTopicResponse_v13, 15: _decode_FetchResponseFetchableTopicResponse_v13, 16: _decode_FetchResponseFetchableTopicResponse_v13, 17: _decode_FetchResponseFetchableTopicResponse_v13, 18: _decode_FetchResponseFetchableTopicResponse_v13}
+FetchResponseFetchableTopicResponse._encoders = {0: _encode_FetchResponseFetchableTopicResponse_v0, 1: _encode_FetchResponseFetchableTopicResponse_v0, 2: _encode_FetchResponseFetchableTopicResponse_v0, 3: _encode_FetchResponseFetchableTopicResponse_v0, 4: _encode_FetchResponseFetchableTopicResponse_v4, 5: _encode_FetchResponseFetchableTopicResponse_v5, 6: _encode_FetchResponseFetchableTopicResponse_v5, 7: _encode_FetchResponseFetchableTopicResponse_v5, 8: _encode_FetchResponseFetchableTopicResponse_v5, 9: _encode_FetchResponseFetchableTopicResponse_v5, 10: _encode_FetchResponseFetchableTopicResponse_v5, 11: _encode_FetchResponseFetchableTopicResponse_v11, 12: _encode_FetchResponseFetchableTopicResponse_v12, 13: _encode_FetchResponseFetchableTopicResponse_v13, 14: _encode_FetchResponseFetchableTopicResponse_v13, 15: _encode_FetchResponseFetchableTopicResponse_v13, 16: _encode_FetchResponseFetchableTopicResponse_v13, 17: _encode_FetchResponseFetchableTopicResponse_v13, 18: _encode_FetchResponseFetchableTopicResponse_v13}
 _DEFAULT_FetchResponseFetchableTopicResponse = FetchResponseFetchableTopicResponse()
 
 FetchResponseNodeEndpoint.FIELDS = (
@@ -2760,8 +3935,8 @@ FetchResponse.FIELDS = (
 )
 FetchResponse.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
 FetchResponse.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchResponse._decoders = {0: _decode_FetchResponse_v0, 1: _decode_FetchResponse_v1, 2: _decode_FetchResponse_v1, 3: _decode_FetchResponse_v1, 4: _decode_FetchResponse_v1, 5: _decode_FetchResponse_v1, 6: _decode_FetchResponse_v1, 7: _decode_FetchResponse_v7, 8: _decode_FetchResponse_v7, 9: _decode_FetchResponse_v7, 10: _decode_FetchResponse_v7, 11: _decode_FetchResponse_v7, 12: _decode_FetchResponse_v12, 13: _decode_FetchResponse_v12, 14: _decode_FetchResponse_v12, 15: _decode_FetchResponse_v12, 16: _decode_FetchResponse_v16, 17: _decode_FetchResponse_v16, 18: _decode_FetchResponse_v16}
-FetchResponse._encoders = {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse_v1, 2: _encode_FetchResponse_v1, 3: _encode_FetchResponse_v1, 4: _encode_FetchResponse_v1, 5: _encode_FetchResponse_v1, 6: _encode_FetchResponse_v1, 7: _encode_FetchResponse_v7, 8: _encode_FetchResponse_v7, 9: _encode_FetchResponse_v7, 10: _encode_FetchResponse_v7, 11: _encode_FetchResponse_v7, 12: _encode_FetchResponse_v12, 13: _encode_FetchResponse_v12, 14: _encode_FetchResponse_v12, 15: _encode_FetchResponse_v12, 16: _encode_FetchResponse_v16, 17: _encode_FetchResponse_v16, 18: _encode_FetchResponse_v16}
+FetchResponse._decoders = {0: _decode_FetchResponse_v0, 1: _decode_FetchResponse_v1, 2: _decode_FetchResponse_v1, 3: _decode_FetchResponse_v1, 4: _decode_FetchResponse_v4, 5: _decode_FetchResponse_v5, 6: _decode_FetchResponse_v5, 7: _decode_FetchResponse_v7, 8: _decode_FetchResponse_v7, 9: _decode_FetchResponse_v7, 10: _decode_FetchResponse_v7, 11: _decode_FetchResponse_v11, 12: _decode_FetchResponse_v12, 13: _decode_FetchResponse_v13, 14: _decode_FetchResponse_v13, 15: _decode_FetchResponse_v13, 16: _decode_FetchResponse_v16, 17: _decode_FetchResponse_v16, 18: _decode_FetchResponse_v16}
+FetchResponse._encoders = {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse_v1, 2: _encode_FetchResponse_v1, 3: _encode_FetchResponse_v1, 4: _encode_FetchResponse_v4, 5: _encode_FetchResponse_v5, 6: _encode_FetchResponse_v5, 7: _encode_FetchResponse_v7, 8: _encode_FetchResponse_v7, 9: _encode_FetchResponse_v7, 10: _encode_FetchResponse_v7, 11: _encode_FetchResponse_v11, 12: _encode_FetchResponse_v12, 13: _encode_FetchResponse_v13, 14: _encode_FetchResponse_v13, 15: _encode_FetchResponse_v13, 16: _encode_FetchResponse_v16, 17: _encode_FetchResponse_v16, 18: _encode_FetchResponse_v16}
 FetchResponse.API_KEY = 1
 FetchResponse.KIND = 'response'
 FetchResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)

@@ -394,6 +394,95 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v0(o: FetchSnapshotRequestTopicSna
         out.append(0)
 
 
+def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotRequestTopicSnapshot, int]:
+    o = _new(FetchSnapshotRequestTopicSnapshot)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchSnapshotRequestTopicSnapshot_v1(o: FetchSnapshotRequestTopicSnapshot, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchSnapshotRequestPartitionSnapshot_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotRequest, int]:
     o = _new(FetchSnapshotRequest)
     blen = len(buf)
@@ -479,6 +568,104 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, out: bytearray) -> 
             b = x.encode()
             if len(b) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
+            m = len(b) + 1
+            if m < 0x80:
+                t.append(m)
+            else:
+                _write_uvarint(t, m)
+            t += b
+        known.append((0, t))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
+    else:
+        out.append(0)
+
+
+def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotRequest, int]:
+    o = _new(FetchSnapshotRequest)
+    blen = len(buf)
+    o.cluster_id = None
+    o.replica_id, o.max_bytes = _S1.unpack_from(buf, pos)
+    pos += 8
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_FetchSnapshotRequestTopicSnapshot_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    o.cluster_id = None
+                else:
+                    if n > 0x7FFF:
+                        raise _invalid('string field ClusterId is too long')
+                    end = pos + n
+                    if end > blen:
+                        raise _truncated('ClusterId')
+                    o.cluster_id = buf[pos:end].decode()
+                    pos = end
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, out: bytearray) -> None:
+    out += _S1.pack(o.replica_id, o.max_bytes)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_FetchSnapshotRequestTopicSnapshot_v1(e, out)
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.cluster_id is not None:
+        t = bytearray()
+        x = o.cluster_id
+        if x is None:
+            t.append(0)
+        else:
+            b = x.encode()
+            if len(b) > 0x7FFF:
+                raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
             m = len(b) + 1
             if m < 0x80:
                 t.append(m)
@@ -986,8 +1173,8 @@ FetchSnapshotRequestTopicSnapshot.FIELDS = (
 )
 FetchSnapshotRequestTopicSnapshot.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 FetchSnapshotRequestTopicSnapshot.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotRequestTopicSnapshot._decoders = {0: _decode_FetchSnapshotRequestTopicSnapshot_v0, 1: _decode_FetchSnapshotRequestTopicSnapshot_v0}
-FetchSnapshotRequestTopicSnapshot._encoders = {0: _encode_FetchSnapshotRequestTopicSnapshot_v0, 1: _encode_FetchSnapshotRequestTopicSnapshot_v0}
+FetchSnapshotRequestTopicSnapshot._decoders = {0: _decode_FetchSnapshotRequestTopicSnapshot_v0, 1: _decode_FetchSnapshotRequestTopicSnapshot_v1}
+FetchSnapshotRequestTopicSnapshot._encoders = {0: _encode_FetchSnapshotRequestTopicSnapshot_v0, 1: _encode_FetchSnapshotRequestTopicSnapshot_v1}
 _DEFAULT_FetchSnapshotRequestTopicSnapshot = FetchSnapshotRequestTopicSnapshot()
 
 FetchSnapshotRequest.FIELDS = (
@@ -998,8 +1185,8 @@ FetchSnapshotRequest.FIELDS = (
 )
 FetchSnapshotRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 FetchSnapshotRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotRequest._decoders = {0: _decode_FetchSnapshotRequest_v0, 1: _decode_FetchSnapshotRequest_v0}
-FetchSnapshotRequest._encoders = {0: _encode_FetchSnapshotRequest_v0, 1: _encode_FetchSnapshotRequest_v0}
+FetchSnapshotRequest._decoders = {0: _decode_FetchSnapshotRequest_v0, 1: _decode_FetchSnapshotRequest_v1}
+FetchSnapshotRequest._encoders = {0: _encode_FetchSnapshotRequest_v0, 1: _encode_FetchSnapshotRequest_v1}
 FetchSnapshotRequest.API_KEY = 59
 FetchSnapshotRequest.KIND = 'request'
 FetchSnapshotRequest.VERSIONS = (0, 1)

@@ -1389,6 +1389,106 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
+def _decode_JoinGroupResponse_v5(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
+    o = _new(JoinGroupResponse)
+    blen = len(buf)
+    o.protocol_type = None
+    o.skip_assignment = False
+    o.throttle_time_ms, o.error_code, o.generation_id, n = _S7.unpack_from(buf, pos)
+    pos += 12
+    if n < 0:
+        raise _invalid('non-nullable field ProtocolName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ProtocolName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ProtocolName')
+        o.protocol_name = buf[pos:end].decode()
+        pos = end
+    n, = _S0.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Leader was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Leader is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Leader')
+        o.leader = buf[pos:end].decode()
+        pos = end
+    n, = _S0.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field MemberId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field MemberId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('MemberId')
+        o.member_id = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Members was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Members declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_JoinGroupResponseMember_v5(buf, pos)
+            app(x)
+        o.members = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, out: bytearray) -> None:
+    if o.skip_assignment != False:
+        raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=5)
+    out += _S8.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    x = o.protocol_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ProtocolName is too long', version=5)
+        out += _S0.pack(len(b))
+        out += b
+    x = o.leader
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Leader is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Leader is too long', version=5)
+        out += _S0.pack(len(b))
+        out += b
+    x = o.member_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field MemberId is too long', version=5)
+        out += _S0.pack(len(b))
+        out += b
+    x = o.members
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_JoinGroupResponseMember_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
 def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
     o = _new(JoinGroupResponse)
     blen = len(buf)
@@ -1959,8 +2059,8 @@ JoinGroupResponse.FIELDS = (
 )
 JoinGroupResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 JoinGroupResponse.STRUCT_VERSIONS = VersionSet.parse('0-9')
-JoinGroupResponse._decoders = {0: _decode_JoinGroupResponse_v0, 1: _decode_JoinGroupResponse_v0, 2: _decode_JoinGroupResponse_v2, 3: _decode_JoinGroupResponse_v2, 4: _decode_JoinGroupResponse_v2, 5: _decode_JoinGroupResponse_v2, 6: _decode_JoinGroupResponse_v6, 7: _decode_JoinGroupResponse_v7, 8: _decode_JoinGroupResponse_v7, 9: _decode_JoinGroupResponse_v9}
-JoinGroupResponse._encoders = {0: _encode_JoinGroupResponse_v0, 1: _encode_JoinGroupResponse_v0, 2: _encode_JoinGroupResponse_v2, 3: _encode_JoinGroupResponse_v2, 4: _encode_JoinGroupResponse_v2, 5: _encode_JoinGroupResponse_v2, 6: _encode_JoinGroupResponse_v6, 7: _encode_JoinGroupResponse_v7, 8: _encode_JoinGroupResponse_v7, 9: _encode_JoinGroupResponse_v9}
+JoinGroupResponse._decoders = {0: _decode_JoinGroupResponse_v0, 1: _decode_JoinGroupResponse_v0, 2: _decode_JoinGroupResponse_v2, 3: _decode_JoinGroupResponse_v2, 4: _decode_JoinGroupResponse_v2, 5: _decode_JoinGroupResponse_v5, 6: _decode_JoinGroupResponse_v6, 7: _decode_JoinGroupResponse_v7, 8: _decode_JoinGroupResponse_v7, 9: _decode_JoinGroupResponse_v9}
+JoinGroupResponse._encoders = {0: _encode_JoinGroupResponse_v0, 1: _encode_JoinGroupResponse_v0, 2: _encode_JoinGroupResponse_v2, 3: _encode_JoinGroupResponse_v2, 4: _encode_JoinGroupResponse_v2, 5: _encode_JoinGroupResponse_v5, 6: _encode_JoinGroupResponse_v6, 7: _encode_JoinGroupResponse_v7, 8: _encode_JoinGroupResponse_v7, 9: _encode_JoinGroupResponse_v9}
 JoinGroupResponse.API_KEY = 11
 JoinGroupResponse.KIND = 'response'
 JoinGroupResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)

@@ -757,6 +757,60 @@ def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, o
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
+def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
+    o = _new(LeaderAndIsrRequestTopicState)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S0.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field PartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array PartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestPartitionState_v3(buf, pos)
+            app(x)
+        o.partition_states = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=3)
+        out += _S0.pack(len(b))
+        out += b
+    x = o.partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=3)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_LeaderAndIsrRequestPartitionState_v3(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
+
+
 def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
     o = _new(LeaderAndIsrRequestTopicState)
     blen = len(buf)
@@ -940,6 +994,99 @@ def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, o
         out.append(0)
 
 
+def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
+    o = _new(LeaderAndIsrRequestTopicState)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    u_topic_id_raw, = _S7.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field PartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array PartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestPartitionState_v6(buf, pos)
+            app(x)
+        o.partition_states = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=6)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S7.pack(o.topic_id.bytes)
+    x = o.partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_LeaderAndIsrRequestPartitionState_v6(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_LeaderAndIsrRequestLiveLeader_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestLiveLeader, int]:
     o = _new(LeaderAndIsrRequestLiveLeader)
     blen = len(buf)
@@ -1107,6 +1254,69 @@ def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, out: bytearray) -> No
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
+    o = _new(LeaderAndIsrRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.broker_epoch = -1
+    o.type = 0
+    o.topic_states = []
+    o.controller_id, o.controller_epoch, n = _S9.unpack_from(buf, pos)
+    pos += 12
+    if n < 0:
+        raise _invalid('non-nullable field UngroupedPartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestPartitionState_v1(buf, pos)
+            app(x)
+        o.ungrouped_partition_states = lst
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field LiveLeaders was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveLeaders declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
+            app(x)
+        o.live_leaders = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=1)
+    if o.topic_states is None or len(o.topic_states) != 0:
+        raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
+    out += _S2.pack(o.controller_id, o.controller_epoch)
+    x = o.ungrouped_partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_LeaderAndIsrRequestPartitionState_v1(e, out)
+    x = o.live_leaders
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     o = _new(LeaderAndIsrRequest)
     blen = len(buf)
@@ -1167,6 +1377,68 @@ def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, out: bytearray) -> No
             _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
+
+
+def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
+    o = _new(LeaderAndIsrRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.type = 0
+    o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch, n = _S10.unpack_from(buf, pos)
+    pos += 20
+    if n < 0:
+        raise _invalid('non-nullable field TopicStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array TopicStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestTopicState_v3(buf, pos)
+            app(x)
+        o.topic_states = lst
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field LiveLeaders was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveLeaders declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
+            app(x)
+        o.live_leaders = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=3)
+    if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
+        raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=3)
+    out += _S11.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    x = o.topic_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=3)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_LeaderAndIsrRequestTopicState_v3(e, out)
+    x = o.live_leaders
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=3)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -1366,6 +1638,103 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, out: bytearray) -> No
         out.append(0)
 
 
+def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
+    o = _new(LeaderAndIsrRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S12.unpack_from(buf, pos)
+    pos += 17
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array TopicStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
+            app(x)
+        o.topic_states = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field LiveLeaders was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveLeaders declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
+            app(x)
+        o.live_leaders = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=6)
+    if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
+        raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=6)
+    out += _S12.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
+    x = o.topic_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_LeaderAndIsrRequestTopicState_v6(e, out)
+    x = o.live_leaders
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_LeaderAndIsrRequestLiveLeader_v4(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     o = _new(LeaderAndIsrRequest)
     blen = len(buf)
@@ -1386,7 +1755,7 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v5(buf, pos)
+            x, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             app(x)
         o.topic_states = lst
     n = buf[pos]
@@ -1442,7 +1811,7 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v5(e, out)
+            _encode_LeaderAndIsrRequestTopicState_v6(e, out)
     x = o.live_leaders
     if x is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=7)
@@ -1855,8 +2224,8 @@ LeaderAndIsrRequestTopicState.FIELDS = (
 )
 LeaderAndIsrRequestTopicState.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 LeaderAndIsrRequestTopicState.STRUCT_VERSIONS = VersionSet.parse('2-7')
-LeaderAndIsrRequestTopicState._decoders = {2: _decode_LeaderAndIsrRequestTopicState_v2, 3: _decode_LeaderAndIsrRequestTopicState_v2, 4: _decode_LeaderAndIsrRequestTopicState_v4, 5: _decode_LeaderAndIsrRequestTopicState_v5, 6: _decode_LeaderAndIsrRequestTopicState_v5, 7: _decode_LeaderAndIsrRequestTopicState_v5}
-LeaderAndIsrRequestTopicState._encoders = {2: _encode_LeaderAndIsrRequestTopicState_v2, 3: _encode_LeaderAndIsrRequestTopicState_v2, 4: _encode_LeaderAndIsrRequestTopicState_v4, 5: _encode_LeaderAndIsrRequestTopicState_v5, 6: _encode_LeaderAndIsrRequestTopicState_v5, 7: _encode_LeaderAndIsrRequestTopicState_v5}
+LeaderAndIsrRequestTopicState._decoders = {2: _decode_LeaderAndIsrRequestTopicState_v2, 3: _decode_LeaderAndIsrRequestTopicState_v3, 4: _decode_LeaderAndIsrRequestTopicState_v4, 5: _decode_LeaderAndIsrRequestTopicState_v5, 6: _decode_LeaderAndIsrRequestTopicState_v6, 7: _decode_LeaderAndIsrRequestTopicState_v6}
+LeaderAndIsrRequestTopicState._encoders = {2: _encode_LeaderAndIsrRequestTopicState_v2, 3: _encode_LeaderAndIsrRequestTopicState_v3, 4: _encode_LeaderAndIsrRequestTopicState_v4, 5: _encode_LeaderAndIsrRequestTopicState_v5, 6: _encode_LeaderAndIsrRequestTopicState_v6, 7: _encode_LeaderAndIsrRequestTopicState_v6}
 _DEFAULT_LeaderAndIsrRequestTopicState = LeaderAndIsrRequestTopicState()
 
 LeaderAndIsrRequestLiveLeader.FIELDS = (
@@ -1882,8 +2251,8 @@ LeaderAndIsrRequest.FIELDS = (
 )
 LeaderAndIsrRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 LeaderAndIsrRequest.STRUCT_VERSIONS = VersionSet.parse('0-7')
-LeaderAndIsrRequest._decoders = {0: _decode_LeaderAndIsrRequest_v0, 1: _decode_LeaderAndIsrRequest_v0, 2: _decode_LeaderAndIsrRequest_v2, 3: _decode_LeaderAndIsrRequest_v2, 4: _decode_LeaderAndIsrRequest_v4, 5: _decode_LeaderAndIsrRequest_v5, 6: _decode_LeaderAndIsrRequest_v5, 7: _decode_LeaderAndIsrRequest_v7}
-LeaderAndIsrRequest._encoders = {0: _encode_LeaderAndIsrRequest_v0, 1: _encode_LeaderAndIsrRequest_v0, 2: _encode_LeaderAndIsrRequest_v2, 3: _encode_LeaderAndIsrRequest_v2, 4: _encode_LeaderAndIsrRequest_v4, 5: _encode_LeaderAndIsrRequest_v5, 6: _encode_LeaderAndIsrRequest_v5, 7: _encode_LeaderAndIsrRequest_v7}
+LeaderAndIsrRequest._decoders = {0: _decode_LeaderAndIsrRequest_v0, 1: _decode_LeaderAndIsrRequest_v1, 2: _decode_LeaderAndIsrRequest_v2, 3: _decode_LeaderAndIsrRequest_v3, 4: _decode_LeaderAndIsrRequest_v4, 5: _decode_LeaderAndIsrRequest_v5, 6: _decode_LeaderAndIsrRequest_v6, 7: _decode_LeaderAndIsrRequest_v7}
+LeaderAndIsrRequest._encoders = {0: _encode_LeaderAndIsrRequest_v0, 1: _encode_LeaderAndIsrRequest_v1, 2: _encode_LeaderAndIsrRequest_v2, 3: _encode_LeaderAndIsrRequest_v3, 4: _encode_LeaderAndIsrRequest_v4, 5: _encode_LeaderAndIsrRequest_v5, 6: _encode_LeaderAndIsrRequest_v6, 7: _encode_LeaderAndIsrRequest_v7}
 LeaderAndIsrRequest.API_KEY = 4
 LeaderAndIsrRequest.KIND = 'request'
 LeaderAndIsrRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7)

@@ -218,6 +218,97 @@ def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, out: bytearray) -> No
         out.append(0)
 
 
+def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMessage, int]:
+    o = _new(LeaderChangeMessage)
+    blen = len(buf)
+    o.version, o.leader_id = _S2.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Voters was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Voters declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
+            app(x)
+        o.voters = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GrantingVoters was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array GrantingVoters declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
+            app(x)
+        o.granting_voters = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, out: bytearray) -> None:
+    out += _S2.pack(o.version, o.leader_id)
+    x = o.voters
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Voters is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_LeaderChangeMessageVoter_v1(e, out)
+    x = o.granting_voters
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_LeaderChangeMessageVoter_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 LeaderChangeMessageVoter.FIELDS = (
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
@@ -236,8 +327,8 @@ LeaderChangeMessage.FIELDS = (
 )
 LeaderChangeMessage.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 LeaderChangeMessage.STRUCT_VERSIONS = VersionSet.parse('0-1')
-LeaderChangeMessage._decoders = {0: _decode_LeaderChangeMessage_v0, 1: _decode_LeaderChangeMessage_v0}
-LeaderChangeMessage._encoders = {0: _encode_LeaderChangeMessage_v0, 1: _encode_LeaderChangeMessage_v0}
+LeaderChangeMessage._decoders = {0: _decode_LeaderChangeMessage_v0, 1: _decode_LeaderChangeMessage_v1}
+LeaderChangeMessage._encoders = {0: _encode_LeaderChangeMessage_v0, 1: _encode_LeaderChangeMessage_v1}
 LeaderChangeMessage.API_KEY = None
 LeaderChangeMessage.KIND = 'data'
 LeaderChangeMessage.VERSIONS = (0, 1)

@@ -552,6 +552,98 @@ def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, out: bytearray) -> None:
         out.append(0)
 
 
+def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
+    o = _new(LeaveGroupRequest)
+    blen = len(buf)
+    o.member_id = ''
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Members was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Members declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_LeaveGroupRequestMemberIdentity_v5(buf, pos)
+            app(x)
+        o.members = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, out: bytearray) -> None:
+    if o.member_id != '':
+        raise FieldNotInVersionError('non-default MemberId cannot be written', version=5)
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=5)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.members
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_LeaveGroupRequestMemberIdentity_v5(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_LeaveGroupResponseMemberResponse_v3(buf: bytes, pos: int) -> tuple[LeaveGroupResponseMemberResponse, int]:
     o = _new(LeaveGroupResponseMemberResponse)
     blen = len(buf)
@@ -853,8 +945,8 @@ LeaveGroupRequest.FIELDS = (
 )
 LeaveGroupRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 LeaveGroupRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-LeaveGroupRequest._decoders = {0: _decode_LeaveGroupRequest_v0, 1: _decode_LeaveGroupRequest_v0, 2: _decode_LeaveGroupRequest_v0, 3: _decode_LeaveGroupRequest_v3, 4: _decode_LeaveGroupRequest_v4, 5: _decode_LeaveGroupRequest_v4}
-LeaveGroupRequest._encoders = {0: _encode_LeaveGroupRequest_v0, 1: _encode_LeaveGroupRequest_v0, 2: _encode_LeaveGroupRequest_v0, 3: _encode_LeaveGroupRequest_v3, 4: _encode_LeaveGroupRequest_v4, 5: _encode_LeaveGroupRequest_v4}
+LeaveGroupRequest._decoders = {0: _decode_LeaveGroupRequest_v0, 1: _decode_LeaveGroupRequest_v0, 2: _decode_LeaveGroupRequest_v0, 3: _decode_LeaveGroupRequest_v3, 4: _decode_LeaveGroupRequest_v4, 5: _decode_LeaveGroupRequest_v5}
+LeaveGroupRequest._encoders = {0: _encode_LeaveGroupRequest_v0, 1: _encode_LeaveGroupRequest_v0, 2: _encode_LeaveGroupRequest_v0, 3: _encode_LeaveGroupRequest_v3, 4: _encode_LeaveGroupRequest_v4, 5: _encode_LeaveGroupRequest_v5}
 LeaveGroupRequest.API_KEY = 13
 LeaveGroupRequest.KIND = 'request'
 LeaveGroupRequest.VERSIONS = (0, 1, 2, 3, 4, 5)

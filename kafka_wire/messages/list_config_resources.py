@@ -341,6 +341,69 @@ def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, out: 
         out.append(0)
 
 
+def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListConfigResourcesResponse, int]:
+    o = _new(ListConfigResourcesResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field ConfigResources was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array ConfigResources declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListConfigResourcesResponseConfigResource_v1(buf, pos)
+            app(x)
+        o.config_resources = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    x = o.config_resources
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field ConfigResources is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ListConfigResourcesResponseConfigResource_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 ListConfigResourcesRequest.FIELDS = (
     FieldSpec('resource_types', 'ResourceTypes', 'array', 'int8', None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 )
@@ -369,8 +432,8 @@ ListConfigResourcesResponse.FIELDS = (
 )
 ListConfigResourcesResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ListConfigResourcesResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ListConfigResourcesResponse._decoders = {0: _decode_ListConfigResourcesResponse_v0, 1: _decode_ListConfigResourcesResponse_v0}
-ListConfigResourcesResponse._encoders = {0: _encode_ListConfigResourcesResponse_v0, 1: _encode_ListConfigResourcesResponse_v0}
+ListConfigResourcesResponse._decoders = {0: _decode_ListConfigResourcesResponse_v0, 1: _decode_ListConfigResourcesResponse_v1}
+ListConfigResourcesResponse._encoders = {0: _encode_ListConfigResourcesResponse_v0, 1: _encode_ListConfigResourcesResponse_v1}
 ListConfigResourcesResponse.API_KEY = 74
 ListConfigResourcesResponse.KIND = 'response'
 ListConfigResourcesResponse.VERSIONS = (0, 1)

@@ -885,6 +885,132 @@ def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, out: bytearray) -> None
         out.append(0)
 
 
+def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
+    o = _new(ListGroupsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListGroupsResponseListedGroup_v4(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, out: bytearray) -> None:
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=4)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ListGroupsResponseListedGroup_v4(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
+    o = _new(ListGroupsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListGroupsResponseListedGroup_v5(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ListGroupsResponse_v5(o: ListGroupsResponse, out: bytearray) -> None:
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ListGroupsResponseListedGroup_v5(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 ListGroupsRequest.FIELDS = (
     FieldSpec('states_filter', 'StatesFilter', 'array', 'string', None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('types_filter', 'TypesFilter', 'array', 'string', None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
@@ -916,8 +1042,8 @@ ListGroupsResponse.FIELDS = (
 )
 ListGroupsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
 ListGroupsResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ListGroupsResponse._decoders = {0: _decode_ListGroupsResponse_v0, 1: _decode_ListGroupsResponse_v1, 2: _decode_ListGroupsResponse_v1, 3: _decode_ListGroupsResponse_v3, 4: _decode_ListGroupsResponse_v3, 5: _decode_ListGroupsResponse_v3}
-ListGroupsResponse._encoders = {0: _encode_ListGroupsResponse_v0, 1: _encode_ListGroupsResponse_v1, 2: _encode_ListGroupsResponse_v1, 3: _encode_ListGroupsResponse_v3, 4: _encode_ListGroupsResponse_v3, 5: _encode_ListGroupsResponse_v3}
+ListGroupsResponse._decoders = {0: _decode_ListGroupsResponse_v0, 1: _decode_ListGroupsResponse_v1, 2: _decode_ListGroupsResponse_v1, 3: _decode_ListGroupsResponse_v3, 4: _decode_ListGroupsResponse_v4, 5: _decode_ListGroupsResponse_v5}
+ListGroupsResponse._encoders = {0: _encode_ListGroupsResponse_v0, 1: _encode_ListGroupsResponse_v1, 2: _encode_ListGroupsResponse_v1, 3: _encode_ListGroupsResponse_v3, 4: _encode_ListGroupsResponse_v4, 5: _encode_ListGroupsResponse_v5}
 ListGroupsResponse.API_KEY = 16
 ListGroupsResponse.KIND = 'response'
 ListGroupsResponse.VERSIONS = (0, 1, 2, 3, 4, 5)

@@ -270,6 +270,112 @@ def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, out: bytearra
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
+    o = _new(ListOffsetsRequestTopic)
+    blen = len(buf)
+    n, = _S3.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsRequestPartition_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=1)
+        out += _S3.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsRequestPartition_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
+    o = _new(ListOffsetsRequestTopic)
+    blen = len(buf)
+    n, = _S3.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsRequestPartition_v4(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=4)
+        out += _S3.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsRequestPartition_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
 def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
     o = _new(ListOffsetsRequestTopic)
     blen = len(buf)
@@ -396,6 +502,43 @@ def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, out: bytearray) -> None
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_ListOffsetsRequest_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
+    o = _new(ListOffsetsRequest)
+    blen = len(buf)
+    o.isolation_level = 0
+    o.timeout_ms = 0
+    o.replica_id, n = _S5.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, out: bytearray) -> None:
+    if o.isolation_level != 0:
+        raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=1)
+    out += _S4.pack(o.replica_id)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsRequestTopic_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_ListOffsetsRequest_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
     o = _new(ListOffsetsRequest)
     blen = len(buf)
@@ -410,7 +553,7 @@ def _decode_ListOffsetsRequest_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v0(buf, pos)
+            x, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             app(x)
         o.topics = lst
     o.unknown_tagged_fields = ()
@@ -425,9 +568,43 @@ def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, out: bytearray) -> None
     else:
         out += _S4.pack(len(x))
         for e in x:
-            _encode_ListOffsetsRequestTopic_v0(e, out)
+            _encode_ListOffsetsRequestTopic_v1(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
+
+
+def _decode_ListOffsetsRequest_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
+    o = _new(ListOffsetsRequest)
+    blen = len(buf)
+    o.timeout_ms = 0
+    o.replica_id, o.isolation_level, n = _S6.unpack_from(buf, pos)
+    pos += 9
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsRequestTopic_v4(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, out: bytearray) -> None:
+    out += _S7.pack(o.replica_id, o.isolation_level)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsRequestTopic_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -726,6 +903,112 @@ def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicRespo
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
+    o = _new(ListOffsetsResponseTopicResponse)
+    blen = len(buf)
+    n, = _S3.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsResponsePartitionResponse_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicResponse, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=1)
+        out += _S3.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsResponsePartitionResponse_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
+    o = _new(ListOffsetsResponseTopicResponse)
+    blen = len(buf)
+    n, = _S3.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsResponsePartitionResponse_v4(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicResponse, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=4)
+        out += _S3.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsResponsePartitionResponse_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
 def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
     o = _new(ListOffsetsResponseTopicResponse)
     blen = len(buf)
@@ -848,6 +1131,39 @@ def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, out: bytearray) -> No
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_ListOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    o = _new(ListOffsetsResponse)
+    blen = len(buf)
+    o.throttle_time_ms = 0
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, out: bytearray) -> None:
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsResponseTopicResponse_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_ListOffsetsResponse_v2(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
     o = _new(ListOffsetsResponse)
     blen = len(buf)
@@ -861,7 +1177,7 @@ def _decode_ListOffsetsResponse_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRes
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponseTopicResponse_v0(buf, pos)
+            x, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             app(x)
         o.topics = lst
     o.unknown_tagged_fields = ()
@@ -876,9 +1192,42 @@ def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, out: bytearray) -> No
     else:
         out += _S4.pack(len(x))
         for e in x:
-            _encode_ListOffsetsResponseTopicResponse_v0(e, out)
+            _encode_ListOffsetsResponseTopicResponse_v1(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
+
+
+def _decode_ListOffsetsResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
+    o = _new(ListOffsetsResponse)
+    blen = len(buf)
+    o.throttle_time_ms, n = _S5.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ListOffsetsResponseTopicResponse_v4(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, out: bytearray) -> None:
+    out += _S4.pack(o.throttle_time_ms)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_ListOffsetsResponseTopicResponse_v4(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -962,8 +1311,8 @@ ListOffsetsRequestTopic.FIELDS = (
 )
 ListOffsetsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 ListOffsetsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsRequestTopic._decoders = {0: _decode_ListOffsetsRequestTopic_v0, 1: _decode_ListOffsetsRequestTopic_v0, 2: _decode_ListOffsetsRequestTopic_v0, 3: _decode_ListOffsetsRequestTopic_v0, 4: _decode_ListOffsetsRequestTopic_v0, 5: _decode_ListOffsetsRequestTopic_v0, 6: _decode_ListOffsetsRequestTopic_v6, 7: _decode_ListOffsetsRequestTopic_v6, 8: _decode_ListOffsetsRequestTopic_v6, 9: _decode_ListOffsetsRequestTopic_v6, 10: _decode_ListOffsetsRequestTopic_v6, 11: _decode_ListOffsetsRequestTopic_v6}
-ListOffsetsRequestTopic._encoders = {0: _encode_ListOffsetsRequestTopic_v0, 1: _encode_ListOffsetsRequestTopic_v0, 2: _encode_ListOffsetsRequestTopic_v0, 3: _encode_ListOffsetsRequestTopic_v0, 4: _encode_ListOffsetsRequestTopic_v0, 5: _encode_ListOffsetsRequestTopic_v0, 6: _encode_ListOffsetsRequestTopic_v6, 7: _encode_ListOffsetsRequestTopic_v6, 8: _encode_ListOffsetsRequestTopic_v6, 9: _encode_ListOffsetsRequestTopic_v6, 10: _encode_ListOffsetsRequestTopic_v6, 11: _encode_ListOffsetsRequestTopic_v6}
+ListOffsetsRequestTopic._decoders = {0: _decode_ListOffsetsRequestTopic_v0, 1: _decode_ListOffsetsRequestTopic_v1, 2: _decode_ListOffsetsRequestTopic_v1, 3: _decode_ListOffsetsRequestTopic_v1, 4: _decode_ListOffsetsRequestTopic_v4, 5: _decode_ListOffsetsRequestTopic_v4, 6: _decode_ListOffsetsRequestTopic_v6, 7: _decode_ListOffsetsRequestTopic_v6, 8: _decode_ListOffsetsRequestTopic_v6, 9: _decode_ListOffsetsRequestTopic_v6, 10: _decode_ListOffsetsRequestTopic_v6, 11: _decode_ListOffsetsRequestTopic_v6}
+ListOffsetsRequestTopic._encoders = {0: _encode_ListOffsetsRequestTopic_v0, 1: _encode_ListOffsetsRequestTopic_v1, 2: _encode_ListOffsetsRequestTopic_v1, 3: _encode_ListOffsetsRequestTopic_v1, 4: _encode_ListOffsetsRequestTopic_v4, 5: _encode_ListOffsetsRequestTopic_v4, 6: _encode_ListOffsetsRequestTopic_v6, 7: _encode_ListOffsetsRequestTopic_v6, 8: _encode_ListOffsetsRequestTopic_v6, 9: _encode_ListOffsetsRequestTopic_v6, 10: _encode_ListOffsetsRequestTopic_v6, 11: _encode_ListOffsetsRequestTopic_v6}
 _DEFAULT_ListOffsetsRequestTopic = ListOffsetsRequestTopic()
 
 ListOffsetsRequest.FIELDS = (
@@ -974,8 +1323,8 @@ ListOffsetsRequest.FIELDS = (
 )
 ListOffsetsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 ListOffsetsRequest.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsRequest._decoders = {0: _decode_ListOffsetsRequest_v0, 1: _decode_ListOffsetsRequest_v0, 2: _decode_ListOffsetsRequest_v2, 3: _decode_ListOffsetsRequest_v2, 4: _decode_ListOffsetsRequest_v2, 5: _decode_ListOffsetsRequest_v2, 6: _decode_ListOffsetsRequest_v6, 7: _decode_ListOffsetsRequest_v6, 8: _decode_ListOffsetsRequest_v6, 9: _decode_ListOffsetsRequest_v6, 10: _decode_ListOffsetsRequest_v10, 11: _decode_ListOffsetsRequest_v10}
-ListOffsetsRequest._encoders = {0: _encode_ListOffsetsRequest_v0, 1: _encode_ListOffsetsRequest_v0, 2: _encode_ListOffsetsRequest_v2, 3: _encode_ListOffsetsRequest_v2, 4: _encode_ListOffsetsRequest_v2, 5: _encode_ListOffsetsRequest_v2, 6: _encode_ListOffsetsRequest_v6, 7: _encode_ListOffsetsRequest_v6, 8: _encode_ListOffsetsRequest_v6, 9: _encode_ListOffsetsRequest_v6, 10: _encode_ListOffsetsRequest_v10, 11: _encode_ListOffsetsRequest_v10}
+ListOffsetsRequest._decoders = {0: _decode_ListOffsetsRequest_v0, 1: _decode_ListOffsetsRequest_v1, 2: _decode_ListOffsetsRequest_v2, 3: _decode_ListOffsetsRequest_v2, 4: _decode_ListOffsetsRequest_v4, 5: _decode_ListOffsetsRequest_v4, 6: _decode_ListOffsetsRequest_v6, 7: _decode_ListOffsetsRequest_v6, 8: _decode_ListOffsetsRequest_v6, 9: _decode_ListOffsetsRequest_v6, 10: _decode_ListOffsetsRequest_v10, 11: _decode_ListOffsetsRequest_v10}
+ListOffsetsRequest._encoders = {0: _encode_ListOffsetsRequest_v0, 1: _encode_ListOffsetsRequest_v1, 2: _encode_ListOffsetsRequest_v2, 3: _encode_ListOffsetsRequest_v2, 4: _encode_ListOffsetsRequest_v4, 5: _encode_ListOffsetsRequest_v4, 6: _encode_ListOffsetsRequest_v6, 7: _encode_ListOffsetsRequest_v6, 8: _encode_ListOffsetsRequest_v6, 9: _encode_ListOffsetsRequest_v6, 10: _encode_ListOffsetsRequest_v10, 11: _encode_ListOffsetsRequest_v10}
 ListOffsetsRequest.API_KEY = 2
 ListOffsetsRequest.KIND = 'request'
 ListOffsetsRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
@@ -1000,8 +1349,8 @@ ListOffsetsResponseTopicResponse.FIELDS = (
 )
 ListOffsetsResponseTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 ListOffsetsResponseTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsResponseTopicResponse._decoders = {0: _decode_ListOffsetsResponseTopicResponse_v0, 1: _decode_ListOffsetsResponseTopicResponse_v0, 2: _decode_ListOffsetsResponseTopicResponse_v0, 3: _decode_ListOffsetsResponseTopicResponse_v0, 4: _decode_ListOffsetsResponseTopicResponse_v0, 5: _decode_ListOffsetsResponseTopicResponse_v0, 6: _decode_ListOffsetsResponseTopicResponse_v6, 7: _decode_ListOffsetsResponseTopicResponse_v6, 8: _decode_ListOffsetsResponseTopicResponse_v6, 9: _decode_ListOffsetsResponseTopicResponse_v6, 10: _decode_ListOffsetsResponseTopicResponse_v6, 11: _decode_ListOffsetsResponseTopicResponse_v6}
-ListOffsetsResponseTopicResponse._encoders = {0: _encode_ListOffsetsResponseTopicResponse_v0, 1: _encode_ListOffsetsResponseTopicResponse_v0, 2: _encode_ListOffsetsResponseTopicResponse_v0, 3: _encode_ListOffsetsResponseTopicResponse_v0, 4: _encode_ListOffsetsResponseTopicResponse_v0, 5: _encode_ListOffsetsResponseTopicResponse_v0, 6: _encode_ListOffsetsResponseTopicResponse_v6, 7: _encode_ListOffsetsResponseTopicResponse_v6, 8: _encode_ListOffsetsResponseTopicResponse_v6, 9: _encode_ListOffsetsResponseTopicResponse_v6, 10: _encode_ListOffsetsResponseTopicResponse_v6, 11: _encode_ListOffsetsResponseTopicResponse_v6}
+ListOffsetsResponseTopicResponse._decoders = {0: _decode_ListOffsetsResponseTopicResponse_v0, 1: _decode_ListOffsetsResponseTopicResponse_v1, 2: _decode_ListOffsetsResponseTopicResponse_v1, 3: _decode_ListOffsetsResponseTopicResponse_v1, 4: _decode_ListOffsetsResponseTopicResponse_v4, 5: _decode_ListOffsetsResponseTopicResponse_v4, 6: _decode_ListOffsetsResponseTopicResponse_v6, 7: _decode_ListOffsetsResponseTopicResponse_v6, 8: _decode_ListOffsetsResponseTopicResponse_v6, 9: _decode_ListOffsetsResponseTopicResponse_v6, 10: _decode_ListOffsetsResponseTopicResponse_v6, 11: _decode_ListOffsetsResponseTopicResponse_v6}
+ListOffsetsResponseTopicResponse._encoders = {0: _encode_ListOffsetsResponseTopicResponse_v0, 1: _encode_ListOffsetsResponseTopicResponse_v1, 2: _encode_ListOffsetsResponseTopicResponse_v1, 3: _encode_ListOffsetsResponseTopicResponse_v1, 4: _encode_ListOffsetsResponseTopicResponse_v4, 5: _encode_ListOffsetsResponseTopicResponse_v4, 6: _encode_ListOffsetsResponseTopicResponse_v6, 7: _encode_ListOffsetsResponseTopicResponse_v6, 8: _encode_ListOffsetsResponseTopicResponse_v6, 9: _encode_ListOffsetsResponseTopicResponse_v6, 10: _encode_ListOffsetsResponseTopicResponse_v6, 11: _encode_ListOffsetsResponseTopicResponse_v6}
 _DEFAULT_ListOffsetsResponseTopicResponse = ListOffsetsResponseTopicResponse()
 
 ListOffsetsResponse.FIELDS = (
@@ -1010,8 +1359,8 @@ ListOffsetsResponse.FIELDS = (
 )
 ListOffsetsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 ListOffsetsResponse.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsResponse._decoders = {0: _decode_ListOffsetsResponse_v0, 1: _decode_ListOffsetsResponse_v0, 2: _decode_ListOffsetsResponse_v2, 3: _decode_ListOffsetsResponse_v2, 4: _decode_ListOffsetsResponse_v2, 5: _decode_ListOffsetsResponse_v2, 6: _decode_ListOffsetsResponse_v6, 7: _decode_ListOffsetsResponse_v6, 8: _decode_ListOffsetsResponse_v6, 9: _decode_ListOffsetsResponse_v6, 10: _decode_ListOffsetsResponse_v6, 11: _decode_ListOffsetsResponse_v6}
-ListOffsetsResponse._encoders = {0: _encode_ListOffsetsResponse_v0, 1: _encode_ListOffsetsResponse_v0, 2: _encode_ListOffsetsResponse_v2, 3: _encode_ListOffsetsResponse_v2, 4: _encode_ListOffsetsResponse_v2, 5: _encode_ListOffsetsResponse_v2, 6: _encode_ListOffsetsResponse_v6, 7: _encode_ListOffsetsResponse_v6, 8: _encode_ListOffsetsResponse_v6, 9: _encode_ListOffsetsResponse_v6, 10: _encode_ListOffsetsResponse_v6, 11: _encode_ListOffsetsResponse_v6}
+ListOffsetsResponse._decoders = {0: _decode_ListOffsetsResponse_v0, 1: _decode_ListOffsetsResponse_v1, 2: _decode_ListOffsetsResponse_v2, 3: _decode_ListOffsetsResponse_v2, 4: _decode_ListOffsetsResponse_v4, 5: _decode_ListOffsetsResponse_v4, 6: _decode_ListOffsetsResponse_v6, 7: _decode_ListOffsetsResponse_v6, 8: _decode_ListOffsetsResponse_v6, 9: _decode_ListOffsetsResponse_v6, 10: _decode_ListOffsetsResponse_v6, 11: _decode_ListOffsetsResponse_v6}
+ListOffsetsResponse._encoders = {0: _encode_ListOffsetsResponse_v0, 1: _encode_ListOffsetsResponse_v1, 2: _encode_ListOffsetsResponse_v2, 3: _encode_ListOffsetsResponse_v2, 4: _encode_ListOffsetsResponse_v4, 5: _encode_ListOffsetsResponse_v4, 6: _encode_ListOffsetsResponse_v6, 7: _encode_ListOffsetsResponse_v6, 8: _encode_ListOffsetsResponse_v6, 9: _encode_ListOffsetsResponse_v6, 10: _encode_ListOffsetsResponse_v6, 11: _encode_ListOffsetsResponse_v6}
 ListOffsetsResponse.API_KEY = 2
 ListOffsetsResponse.KIND = 'response'
 ListOffsetsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)

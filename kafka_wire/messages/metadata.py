@@ -529,6 +529,69 @@ def _encode_MetadataRequest_v9(o: MetadataRequest, out: bytearray) -> None:
         out.append(0)
 
 
+def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
+    o = _new(MetadataRequest)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.topics = None
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataRequestTopic_v10(buf, pos)
+            app(x)
+        o.topics = lst
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
+    pos += 3
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_MetadataRequest_v10(o: MetadataRequest, out: bytearray) -> None:
+    x = o.topics
+    if x is None:
+        out.append(0)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_MetadataRequestTopic_v10(e, out)
+    out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
     o = _new(MetadataRequest)
     blen = len(buf)
@@ -1159,6 +1222,124 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, out: bytearray) -
             _encode_MetadataResponsePartition_v0(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_MetadataResponseTopic_v5(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
+    o = _new(MetadataResponseTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    o.error_code, n = _S10.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    o.is_internal, n = _S11.unpack_from(buf, pos)
+    pos += 5
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponsePartition_v5(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, out: bytearray) -> None:
+    if o.topic_authorized_operations != -2147483648:
+        raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=5)
+    out += _S0.pack(o.error_code)
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=5)
+        out += _S0.pack(len(b))
+        out += b
+    out += _S3.pack(o.is_internal)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
+    else:
+        out += _S2.pack(len(x))
+        for e in x:
+            _encode_MetadataResponsePartition_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_MetadataResponseTopic_v7(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
+    o = _new(MetadataResponseTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    o.error_code, n = _S10.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    o.is_internal, n = _S11.unpack_from(buf, pos)
+    pos += 5
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponsePartition_v7(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, out: bytearray) -> None:
+    if o.topic_authorized_operations != -2147483648:
+        raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=7)
+    out += _S0.pack(o.error_code)
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=7)
+        out += _S0.pack(len(b))
+        out += b
+    out += _S3.pack(o.is_internal)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
+    else:
+        out += _S2.pack(len(x))
+        for e in x:
+            _encode_MetadataResponsePartition_v7(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 7')
 
 
 def _decode_MetadataResponseTopic_v8(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
@@ -1793,6 +1974,164 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
+def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    o = _new(MetadataResponse)
+    blen = len(buf)
+    o.error_code = 0
+    o.cluster_authorized_operations = -2147483648
+    o.throttle_time_ms, n = _S13.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Brokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Brokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app(x)
+        o.brokers = lst
+    n, = _S0.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        o.cluster_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ClusterId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ClusterId')
+        o.cluster_id = buf[pos:end].decode()
+        pos = end
+    o.controller_id, n = _S13.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseTopic_v5(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_MetadataResponse_v5(o: MetadataResponse, out: bytearray) -> None:
+    if o.cluster_authorized_operations != -2147483648:
+        raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=5)
+    out += _S2.pack(o.throttle_time_ms)
+    x = o.brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Brokers is None', version=5)
+    else:
+        out += _S2.pack(len(x))
+        for e in x:
+            _encode_MetadataResponseBroker_v1(e, out)
+    x = o.cluster_id
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ClusterId is too long', version=5)
+        out += _S0.pack(len(b))
+        out += b
+    out += _S2.pack(o.controller_id)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
+    else:
+        out += _S2.pack(len(x))
+        for e in x:
+            _encode_MetadataResponseTopic_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    o = _new(MetadataResponse)
+    blen = len(buf)
+    o.error_code = 0
+    o.cluster_authorized_operations = -2147483648
+    o.throttle_time_ms, n = _S13.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Brokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Brokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app(x)
+        o.brokers = lst
+    n, = _S0.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        o.cluster_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ClusterId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ClusterId')
+        o.cluster_id = buf[pos:end].decode()
+        pos = end
+    o.controller_id, n = _S13.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseTopic_v7(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_MetadataResponse_v7(o: MetadataResponse, out: bytearray) -> None:
+    if o.cluster_authorized_operations != -2147483648:
+        raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=7)
+    out += _S2.pack(o.throttle_time_ms)
+    x = o.brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Brokers is None', version=7)
+    else:
+        out += _S2.pack(len(x))
+        for e in x:
+            _encode_MetadataResponseBroker_v1(e, out)
+    x = o.cluster_id
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ClusterId is too long', version=7)
+        out += _S0.pack(len(b))
+        out += b
+    out += _S2.pack(o.controller_id)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
+    else:
+        out += _S2.pack(len(x))
+        for e in x:
+            _encode_MetadataResponseTopic_v7(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 7')
+
+
 def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
     o = _new(MetadataResponse)
     blen = len(buf)
@@ -1999,6 +2338,133 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, out: bytearray) -> None:
         out.append(0)
 
 
+def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    o = _new(MetadataResponse)
+    blen = len(buf)
+    o.error_code = 0
+    o.throttle_time_ms, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Brokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Brokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app(x)
+        o.brokers = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ClusterId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ClusterId')
+        o.cluster_id = buf[pos:end].decode()
+        pos = end
+    o.controller_id, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseTopic_v10(buf, pos)
+            app(x)
+        o.topics = lst
+    o.cluster_authorized_operations, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_MetadataResponse_v10(o: MetadataResponse, out: bytearray) -> None:
+    out += _S2.pack(o.throttle_time_ms)
+    x = o.brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Brokers is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_MetadataResponseBroker_v9(e, out)
+    x = o.cluster_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ClusterId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S2.pack(o.controller_id)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_MetadataResponseTopic_v10(e, out)
+    out += _S2.pack(o.cluster_authorized_operations)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
     o = _new(MetadataResponse)
     blen = len(buf)
@@ -2120,6 +2586,133 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e in x:
             _encode_MetadataResponseTopic_v10(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
+    o = _new(MetadataResponse)
+    blen = len(buf)
+    o.error_code = 0
+    o.cluster_authorized_operations = -2147483648
+    o.throttle_time_ms, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Brokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Brokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app(x)
+        o.brokers = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ClusterId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ClusterId')
+        o.cluster_id = buf[pos:end].decode()
+        pos = end
+    o.controller_id, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_MetadataResponseTopic_v12(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_MetadataResponse_v12(o: MetadataResponse, out: bytearray) -> None:
+    if o.cluster_authorized_operations != -2147483648:
+        raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=12)
+    out += _S2.pack(o.throttle_time_ms)
+    x = o.brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Brokers is None', version=12)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_MetadataResponseBroker_v9(e, out)
+    x = o.cluster_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ClusterId is too long', version=12)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S2.pack(o.controller_id)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_MetadataResponseTopic_v12(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2273,8 +2866,8 @@ MetadataRequest.FIELDS = (
 )
 MetadataRequest.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
 MetadataRequest.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataRequest._decoders = {0: _decode_MetadataRequest_v0, 1: _decode_MetadataRequest_v1, 2: _decode_MetadataRequest_v1, 3: _decode_MetadataRequest_v1, 4: _decode_MetadataRequest_v4, 5: _decode_MetadataRequest_v4, 6: _decode_MetadataRequest_v4, 7: _decode_MetadataRequest_v4, 8: _decode_MetadataRequest_v8, 9: _decode_MetadataRequest_v9, 10: _decode_MetadataRequest_v9, 11: _decode_MetadataRequest_v11, 12: _decode_MetadataRequest_v11, 13: _decode_MetadataRequest_v11}
-MetadataRequest._encoders = {0: _encode_MetadataRequest_v0, 1: _encode_MetadataRequest_v1, 2: _encode_MetadataRequest_v1, 3: _encode_MetadataRequest_v1, 4: _encode_MetadataRequest_v4, 5: _encode_MetadataRequest_v4, 6: _encode_MetadataRequest_v4, 7: _encode_MetadataRequest_v4, 8: _encode_MetadataRequest_v8, 9: _encode_MetadataRequest_v9, 10: _encode_MetadataRequest_v9, 11: _encode_MetadataRequest_v11, 12: _encode_MetadataRequest_v11, 13: _encode_MetadataRequest_v11}
+MetadataRequest._decoders = {0: _decode_MetadataRequest_v0, 1: _decode_MetadataRequest_v1, 2: _decode_MetadataRequest_v1, 3: _decode_MetadataRequest_v1, 4: _decode_MetadataRequest_v4, 5: _decode_MetadataRequest_v4, 6: _decode_MetadataRequest_v4, 7: _decode_MetadataRequest_v4, 8: _decode_MetadataRequest_v8, 9: _decode_MetadataRequest_v9, 10: _decode_MetadataRequest_v10, 11: _decode_MetadataRequest_v11, 12: _decode_MetadataRequest_v11, 13: _decode_MetadataRequest_v11}
+MetadataRequest._encoders = {0: _encode_MetadataRequest_v0, 1: _encode_MetadataRequest_v1, 2: _encode_MetadataRequest_v1, 3: _encode_MetadataRequest_v1, 4: _encode_MetadataRequest_v4, 5: _encode_MetadataRequest_v4, 6: _encode_MetadataRequest_v4, 7: _encode_MetadataRequest_v4, 8: _encode_MetadataRequest_v8, 9: _encode_MetadataRequest_v9, 10: _encode_MetadataRequest_v10, 11: _encode_MetadataRequest_v11, 12: _encode_MetadataRequest_v11, 13: _encode_MetadataRequest_v11}
 MetadataRequest.API_KEY = 3
 MetadataRequest.KIND = 'request'
 MetadataRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
@@ -2316,8 +2909,8 @@ MetadataResponseTopic.FIELDS = (
 )
 MetadataResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
 MetadataResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataResponseTopic._decoders = {0: _decode_MetadataResponseTopic_v0, 1: _decode_MetadataResponseTopic_v1, 2: _decode_MetadataResponseTopic_v1, 3: _decode_MetadataResponseTopic_v1, 4: _decode_MetadataResponseTopic_v1, 5: _decode_MetadataResponseTopic_v1, 6: _decode_MetadataResponseTopic_v1, 7: _decode_MetadataResponseTopic_v1, 8: _decode_MetadataResponseTopic_v8, 9: _decode_MetadataResponseTopic_v9, 10: _decode_MetadataResponseTopic_v10, 11: _decode_MetadataResponseTopic_v10, 12: _decode_MetadataResponseTopic_v12, 13: _decode_MetadataResponseTopic_v12}
-MetadataResponseTopic._encoders = {0: _encode_MetadataResponseTopic_v0, 1: _encode_MetadataResponseTopic_v1, 2: _encode_MetadataResponseTopic_v1, 3: _encode_MetadataResponseTopic_v1, 4: _encode_MetadataResponseTopic_v1, 5: _encode_MetadataResponseTopic_v1, 6: _encode_MetadataResponseTopic_v1, 7: _encode_MetadataResponseTopic_v1, 8: _encode_MetadataResponseTopic_v8, 9: _encode_MetadataResponseTopic_v9, 10: _encode_MetadataResponseTopic_v10, 11: _encode_MetadataResponseTopic_v10, 12: _encode_MetadataResponseTopic_v12, 13: _encode_MetadataResponseTopic_v12}
+MetadataResponseTopic._decoders = {0: _decode_MetadataResponseTopic_v0, 1: _decode_MetadataResponseTopic_v1, 2: _decode_MetadataResponseTopic_v1, 3: _decode_MetadataResponseTopic_v1, 4: _decode_MetadataResponseTopic_v1, 5: _decode_MetadataResponseTopic_v5, 6: _decode_MetadataResponseTopic_v5, 7: _decode_MetadataResponseTopic_v7, 8: _decode_MetadataResponseTopic_v8, 9: _decode_MetadataResponseTopic_v9, 10: _decode_MetadataResponseTopic_v10, 11: _decode_MetadataResponseTopic_v10, 12: _decode_MetadataResponseTopic_v12, 13: _decode_MetadataResponseTopic_v12}
+MetadataResponseTopic._encoders = {0: _encode_MetadataResponseTopic_v0, 1: _encode_MetadataResponseTopic_v1, 2: _encode_MetadataResponseTopic_v1, 3: _encode_MetadataResponseTopic_v1, 4: _encode_MetadataResponseTopic_v1, 5: _encode_MetadataResponseTopic_v5, 6: _encode_MetadataResponseTopic_v5, 7: _encode_MetadataResponseTopic_v7, 8: _encode_MetadataResponseTopic_v8, 9: _encode_MetadataResponseTopic_v9, 10: _encode_MetadataResponseTopic_v10, 11: _encode_MetadataResponseTopic_v10, 12: _encode_MetadataResponseTopic_v12, 13: _encode_MetadataResponseTopic_v12}
 _DEFAULT_MetadataResponseTopic = MetadataResponseTopic()
 
 MetadataResponse.FIELDS = (
@@ -2331,8 +2924,8 @@ MetadataResponse.FIELDS = (
 )
 MetadataResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
 MetadataResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataResponse._decoders = {0: _decode_MetadataResponse_v0, 1: _decode_MetadataResponse_v1, 2: _decode_MetadataResponse_v2, 3: _decode_MetadataResponse_v3, 4: _decode_MetadataResponse_v3, 5: _decode_MetadataResponse_v3, 6: _decode_MetadataResponse_v3, 7: _decode_MetadataResponse_v3, 8: _decode_MetadataResponse_v8, 9: _decode_MetadataResponse_v9, 10: _decode_MetadataResponse_v9, 11: _decode_MetadataResponse_v11, 12: _decode_MetadataResponse_v11, 13: _decode_MetadataResponse_v13}
-MetadataResponse._encoders = {0: _encode_MetadataResponse_v0, 1: _encode_MetadataResponse_v1, 2: _encode_MetadataResponse_v2, 3: _encode_MetadataResponse_v3, 4: _encode_MetadataResponse_v3, 5: _encode_MetadataResponse_v3, 6: _encode_MetadataResponse_v3, 7: _encode_MetadataResponse_v3, 8: _encode_MetadataResponse_v8, 9: _encode_MetadataResponse_v9, 10: _encode_MetadataResponse_v9, 11: _encode_MetadataResponse_v11, 12: _encode_MetadataResponse_v11, 13: _encode_MetadataResponse_v13}
+MetadataResponse._decoders = {0: _decode_MetadataResponse_v0, 1: _decode_MetadataResponse_v1, 2: _decode_MetadataResponse_v2, 3: _decode_MetadataResponse_v3, 4: _decode_MetadataResponse_v3, 5: _decode_MetadataResponse_v5, 6: _decode_MetadataResponse_v5, 7: _decode_MetadataResponse_v7, 8: _decode_MetadataResponse_v8, 9: _decode_MetadataResponse_v9, 10: _decode_MetadataResponse_v10, 11: _decode_MetadataResponse_v11, 12: _decode_MetadataResponse_v12, 13: _decode_MetadataResponse_v13}
+MetadataResponse._encoders = {0: _encode_MetadataResponse_v0, 1: _encode_MetadataResponse_v1, 2: _encode_MetadataResponse_v2, 3: _encode_MetadataResponse_v3, 4: _encode_MetadataResponse_v3, 5: _encode_MetadataResponse_v5, 6: _encode_MetadataResponse_v5, 7: _encode_MetadataResponse_v7, 8: _encode_MetadataResponse_v8, 9: _encode_MetadataResponse_v9, 10: _encode_MetadataResponse_v10, 11: _encode_MetadataResponse_v11, 12: _encode_MetadataResponse_v12, 13: _encode_MetadataResponse_v13}
 MetadataResponse.API_KEY = 3
 MetadataResponse.KIND = 'response'
 MetadataResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)

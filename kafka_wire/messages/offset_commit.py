@@ -359,6 +359,114 @@ def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, out: bytear
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
+    o = _new(OffsetCommitRequestTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S7.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetCommitRequestPartition_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=1)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        out += _S7.pack(len(x))
+        for e in x:
+            _encode_OffsetCommitRequestPartition_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
+    o = _new(OffsetCommitRequestTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S7.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetCommitRequestPartition_v6(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=6)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
+    else:
+        out += _S7.pack(len(x))
+        for e in x:
+            _encode_OffsetCommitRequestPartition_v6(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 6')
+
+
 def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
     o = _new(OffsetCommitRequestTopic)
     blen = len(buf)
@@ -612,7 +720,7 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRe
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
+            x, pos = _decode_OffsetCommitRequestTopic_v1(buf, pos)
             app(x)
         o.topics = lst
     o.unknown_tagged_fields = ()
@@ -647,7 +755,7 @@ def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, out: bytearray) -> No
     else:
         out += _S7.pack(len(x))
         for e in x:
-            _encode_OffsetCommitRequestTopic_v0(e, out)
+            _encode_OffsetCommitRequestTopic_v1(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -731,6 +839,164 @@ def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, out: bytearray) -> No
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
+def _decode_OffsetCommitRequest_v5(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    o = _new(OffsetCommitRequest)
+    blen = len(buf)
+    o.group_instance_id = None
+    o.retention_time_ms = -1
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    o.generation_id_or_member_epoch, n = _S9.unpack_from(buf, pos)
+    pos += 6
+    if n < 0:
+        raise _invalid('non-nullable field MemberId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field MemberId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('MemberId')
+        o.member_id = buf[pos:end].decode()
+        pos = end
+    n, = _S7.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, out: bytearray) -> None:
+    if o.group_instance_id is not None:
+        raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=5)
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=5)
+        out += _S2.pack(len(b))
+        out += b
+    out += _S7.pack(o.generation_id_or_member_epoch)
+    x = o.member_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field MemberId is too long', version=5)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
+    else:
+        out += _S7.pack(len(x))
+        for e in x:
+            _encode_OffsetCommitRequestTopic_v0(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_OffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    o = _new(OffsetCommitRequest)
+    blen = len(buf)
+    o.group_instance_id = None
+    o.retention_time_ms = -1
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    o.generation_id_or_member_epoch, n = _S9.unpack_from(buf, pos)
+    pos += 6
+    if n < 0:
+        raise _invalid('non-nullable field MemberId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field MemberId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('MemberId')
+        o.member_id = buf[pos:end].decode()
+        pos = end
+    n, = _S7.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, out: bytearray) -> None:
+    if o.group_instance_id is not None:
+        raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=6)
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=6)
+        out += _S2.pack(len(b))
+        out += b
+    out += _S7.pack(o.generation_id_or_member_epoch)
+    x = o.member_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field MemberId is too long', version=6)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
+    else:
+        out += _S7.pack(len(x))
+        for e in x:
+            _encode_OffsetCommitRequestTopic_v6(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 6')
+
+
 def _decode_OffsetCommitRequest_v7(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
     o = _new(OffsetCommitRequest)
     blen = len(buf)
@@ -781,7 +1047,7 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: int) -> tuple[OffsetCommitRe
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
+            x, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             app(x)
         o.topics = lst
     o.unknown_tagged_fields = ()
@@ -823,7 +1089,7 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, out: bytearray) -> No
     else:
         out += _S7.pack(len(x))
         for e in x:
-            _encode_OffsetCommitRequestTopic_v0(e, out)
+            _encode_OffsetCommitRequestTopic_v6(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -973,6 +1239,157 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, out: bytearray) -> No
             _write_uvarint(out, m)
         for e in x:
             _encode_OffsetCommitRequestTopic_v8(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_OffsetCommitRequest_v10(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
+    o = _new(OffsetCommitRequest)
+    blen = len(buf)
+    o.retention_time_ms = -1
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    o.generation_id_or_member_epoch, = _S7.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field MemberId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field MemberId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('MemberId')
+        o.member_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupInstanceId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupInstanceId')
+        o.group_instance_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetCommitRequestTopic_v10(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, out: bytearray) -> None:
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S7.pack(o.generation_id_or_member_epoch)
+    x = o.member_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field MemberId is None', version=10)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field MemberId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.group_instance_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetCommitRequestTopic_v10(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1367,6 +1784,69 @@ def _encode_OffsetCommitResponse_v8(o: OffsetCommitResponse, out: bytearray) -> 
         out.append(0)
 
 
+def _decode_OffsetCommitResponse_v10(buf: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
+    o = _new(OffsetCommitResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S7.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetCommitResponseTopic_v10(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetCommitResponse_v10(o: OffsetCommitResponse, out: bytearray) -> None:
+    out += _S7.pack(o.throttle_time_ms)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetCommitResponseTopic_v10(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 OffsetCommitRequestPartition.FIELDS = (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_offset', 'CommittedOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -1387,8 +1867,8 @@ OffsetCommitRequestTopic.FIELDS = (
 )
 OffsetCommitRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
 OffsetCommitRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitRequestTopic._decoders = {0: _decode_OffsetCommitRequestTopic_v0, 1: _decode_OffsetCommitRequestTopic_v0, 2: _decode_OffsetCommitRequestTopic_v0, 3: _decode_OffsetCommitRequestTopic_v0, 4: _decode_OffsetCommitRequestTopic_v0, 5: _decode_OffsetCommitRequestTopic_v0, 6: _decode_OffsetCommitRequestTopic_v0, 7: _decode_OffsetCommitRequestTopic_v0, 8: _decode_OffsetCommitRequestTopic_v8, 9: _decode_OffsetCommitRequestTopic_v8, 10: _decode_OffsetCommitRequestTopic_v10}
-OffsetCommitRequestTopic._encoders = {0: _encode_OffsetCommitRequestTopic_v0, 1: _encode_OffsetCommitRequestTopic_v0, 2: _encode_OffsetCommitRequestTopic_v0, 3: _encode_OffsetCommitRequestTopic_v0, 4: _encode_OffsetCommitRequestTopic_v0, 5: _encode_OffsetCommitRequestTopic_v0, 6: _encode_OffsetCommitRequestTopic_v0, 7: _encode_OffsetCommitRequestTopic_v0, 8: _encode_OffsetCommitRequestTopic_v8, 9: _encode_OffsetCommitRequestTopic_v8, 10: _encode_OffsetCommitRequestTopic_v10}
+OffsetCommitRequestTopic._decoders = {0: _decode_OffsetCommitRequestTopic_v0, 1: _decode_OffsetCommitRequestTopic_v1, 2: _decode_OffsetCommitRequestTopic_v0, 3: _decode_OffsetCommitRequestTopic_v0, 4: _decode_OffsetCommitRequestTopic_v0, 5: _decode_OffsetCommitRequestTopic_v0, 6: _decode_OffsetCommitRequestTopic_v6, 7: _decode_OffsetCommitRequestTopic_v6, 8: _decode_OffsetCommitRequestTopic_v8, 9: _decode_OffsetCommitRequestTopic_v8, 10: _decode_OffsetCommitRequestTopic_v10}
+OffsetCommitRequestTopic._encoders = {0: _encode_OffsetCommitRequestTopic_v0, 1: _encode_OffsetCommitRequestTopic_v1, 2: _encode_OffsetCommitRequestTopic_v0, 3: _encode_OffsetCommitRequestTopic_v0, 4: _encode_OffsetCommitRequestTopic_v0, 5: _encode_OffsetCommitRequestTopic_v0, 6: _encode_OffsetCommitRequestTopic_v6, 7: _encode_OffsetCommitRequestTopic_v6, 8: _encode_OffsetCommitRequestTopic_v8, 9: _encode_OffsetCommitRequestTopic_v8, 10: _encode_OffsetCommitRequestTopic_v10}
 _DEFAULT_OffsetCommitRequestTopic = OffsetCommitRequestTopic()
 
 OffsetCommitRequest.FIELDS = (
@@ -1401,8 +1881,8 @@ OffsetCommitRequest.FIELDS = (
 )
 OffsetCommitRequest.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
 OffsetCommitRequest.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitRequest._decoders = {0: _decode_OffsetCommitRequest_v0, 1: _decode_OffsetCommitRequest_v1, 2: _decode_OffsetCommitRequest_v2, 3: _decode_OffsetCommitRequest_v2, 4: _decode_OffsetCommitRequest_v2, 5: _decode_OffsetCommitRequest_v1, 6: _decode_OffsetCommitRequest_v1, 7: _decode_OffsetCommitRequest_v7, 8: _decode_OffsetCommitRequest_v8, 9: _decode_OffsetCommitRequest_v8, 10: _decode_OffsetCommitRequest_v8}
-OffsetCommitRequest._encoders = {0: _encode_OffsetCommitRequest_v0, 1: _encode_OffsetCommitRequest_v1, 2: _encode_OffsetCommitRequest_v2, 3: _encode_OffsetCommitRequest_v2, 4: _encode_OffsetCommitRequest_v2, 5: _encode_OffsetCommitRequest_v1, 6: _encode_OffsetCommitRequest_v1, 7: _encode_OffsetCommitRequest_v7, 8: _encode_OffsetCommitRequest_v8, 9: _encode_OffsetCommitRequest_v8, 10: _encode_OffsetCommitRequest_v8}
+OffsetCommitRequest._decoders = {0: _decode_OffsetCommitRequest_v0, 1: _decode_OffsetCommitRequest_v1, 2: _decode_OffsetCommitRequest_v2, 3: _decode_OffsetCommitRequest_v2, 4: _decode_OffsetCommitRequest_v2, 5: _decode_OffsetCommitRequest_v5, 6: _decode_OffsetCommitRequest_v6, 7: _decode_OffsetCommitRequest_v7, 8: _decode_OffsetCommitRequest_v8, 9: _decode_OffsetCommitRequest_v8, 10: _decode_OffsetCommitRequest_v10}
+OffsetCommitRequest._encoders = {0: _encode_OffsetCommitRequest_v0, 1: _encode_OffsetCommitRequest_v1, 2: _encode_OffsetCommitRequest_v2, 3: _encode_OffsetCommitRequest_v2, 4: _encode_OffsetCommitRequest_v2, 5: _encode_OffsetCommitRequest_v5, 6: _encode_OffsetCommitRequest_v6, 7: _encode_OffsetCommitRequest_v7, 8: _encode_OffsetCommitRequest_v8, 9: _encode_OffsetCommitRequest_v8, 10: _encode_OffsetCommitRequest_v10}
 OffsetCommitRequest.API_KEY = 8
 OffsetCommitRequest.KIND = 'request'
 OffsetCommitRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -1434,8 +1914,8 @@ OffsetCommitResponse.FIELDS = (
 )
 OffsetCommitResponse.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
 OffsetCommitResponse.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitResponse._decoders = {0: _decode_OffsetCommitResponse_v0, 1: _decode_OffsetCommitResponse_v0, 2: _decode_OffsetCommitResponse_v0, 3: _decode_OffsetCommitResponse_v3, 4: _decode_OffsetCommitResponse_v3, 5: _decode_OffsetCommitResponse_v3, 6: _decode_OffsetCommitResponse_v3, 7: _decode_OffsetCommitResponse_v3, 8: _decode_OffsetCommitResponse_v8, 9: _decode_OffsetCommitResponse_v8, 10: _decode_OffsetCommitResponse_v8}
-OffsetCommitResponse._encoders = {0: _encode_OffsetCommitResponse_v0, 1: _encode_OffsetCommitResponse_v0, 2: _encode_OffsetCommitResponse_v0, 3: _encode_OffsetCommitResponse_v3, 4: _encode_OffsetCommitResponse_v3, 5: _encode_OffsetCommitResponse_v3, 6: _encode_OffsetCommitResponse_v3, 7: _encode_OffsetCommitResponse_v3, 8: _encode_OffsetCommitResponse_v8, 9: _encode_OffsetCommitResponse_v8, 10: _encode_OffsetCommitResponse_v8}
+OffsetCommitResponse._decoders = {0: _decode_OffsetCommitResponse_v0, 1: _decode_OffsetCommitResponse_v0, 2: _decode_OffsetCommitResponse_v0, 3: _decode_OffsetCommitResponse_v3, 4: _decode_OffsetCommitResponse_v3, 5: _decode_OffsetCommitResponse_v3, 6: _decode_OffsetCommitResponse_v3, 7: _decode_OffsetCommitResponse_v3, 8: _decode_OffsetCommitResponse_v8, 9: _decode_OffsetCommitResponse_v8, 10: _decode_OffsetCommitResponse_v10}
+OffsetCommitResponse._encoders = {0: _encode_OffsetCommitResponse_v0, 1: _encode_OffsetCommitResponse_v0, 2: _encode_OffsetCommitResponse_v0, 3: _encode_OffsetCommitResponse_v3, 4: _encode_OffsetCommitResponse_v3, 5: _encode_OffsetCommitResponse_v3, 6: _encode_OffsetCommitResponse_v3, 7: _encode_OffsetCommitResponse_v3, 8: _encode_OffsetCommitResponse_v8, 9: _encode_OffsetCommitResponse_v8, 10: _encode_OffsetCommitResponse_v10}
 OffsetCommitResponse.API_KEY = 8
 OffsetCommitResponse.KIND = 'response'
 OffsetCommitResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)

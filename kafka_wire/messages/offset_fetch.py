@@ -543,6 +543,127 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, out: bytearra
         out.append(0)
 
 
+def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
+    o = _new(OffsetFetchRequestGroup)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.member_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field MemberId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('MemberId')
+        o.member_id = buf[pos:end].decode()
+        pos = end
+    o.member_epoch, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.topics = None
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchRequestTopics_v10(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, out: bytearray) -> None:
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.member_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field MemberId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S1.pack(o.member_epoch)
+    x = o.topics
+    if x is None:
+        out.append(0)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetFetchRequestTopics_v10(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
     o = _new(OffsetFetchRequestTopic)
     blen = len(buf)
@@ -1051,6 +1172,144 @@ def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, out: bytearray) -> None
         out.append(0)
 
 
+def _decode_OffsetFetchRequest_v9(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    o = _new(OffsetFetchRequest)
+    blen = len(buf)
+    o.group_id = ''
+    o.topics = []
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchRequestGroup_v9(buf, pos)
+            app(x)
+        o.groups = lst
+    o.require_stable, = _S3.unpack_from(buf, pos)
+    pos += 1
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, out: bytearray) -> None:
+    if o.group_id != '':
+        raise FieldNotInVersionError('non-default GroupId cannot be written', version=9)
+    if o.topics is None or len(o.topics) != 0:
+        raise FieldNotInVersionError('non-default Topics cannot be written', version=9)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=9)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetFetchRequestGroup_v9(e, out)
+    out += _S3.pack(o.require_stable)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_OffsetFetchRequest_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
+    o = _new(OffsetFetchRequest)
+    blen = len(buf)
+    o.group_id = ''
+    o.topics = []
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchRequestGroup_v10(buf, pos)
+            app(x)
+        o.groups = lst
+    o.require_stable, = _S3.unpack_from(buf, pos)
+    pos += 1
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, out: bytearray) -> None:
+    if o.group_id != '':
+        raise FieldNotInVersionError('non-default GroupId cannot be written', version=10)
+    if o.topics is None or len(o.topics) != 0:
+        raise FieldNotInVersionError('non-default Topics cannot be written', version=10)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetFetchRequestGroup_v10(e, out)
+    out += _S3.pack(o.require_stable)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
     o = _new(OffsetFetchResponsePartitions)
     blen = len(buf)
@@ -1365,6 +1624,98 @@ def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, out: bytear
         out.append(0)
 
 
+def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
+    o = _new(OffsetFetchResponseGroup)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchResponseTopics_v10(buf, pos)
+            app(x)
+        o.topics = lst
+    o.error_code, = _S2.unpack_from(buf, pos)
+    pos += 2
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, out: bytearray) -> None:
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetFetchResponseTopics_v10(e, out)
+    out += _S2.pack(o.error_code)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_OffsetFetchResponsePartition_v0(buf: bytes, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
     o = _new(OffsetFetchResponsePartition)
     blen = len(buf)
@@ -1558,6 +1909,59 @@ def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, out: bytear
             _encode_OffsetFetchResponsePartition_v0(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
+
+
+def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
+    o = _new(OffsetFetchResponseTopic)
+    blen = len(buf)
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchResponsePartition_v5(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=5)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_OffsetFetchResponsePartition_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
@@ -1764,6 +2168,45 @@ def _encode_OffsetFetchResponse_v3(o: OffsetFetchResponse, out: bytearray) -> No
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
+def _decode_OffsetFetchResponse_v5(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
+    o = _new(OffsetFetchResponse)
+    blen = len(buf)
+    o.groups = []
+    o.throttle_time_ms, n = _S8.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchResponseTopic_v5(buf, pos)
+            app(x)
+        o.topics = lst
+    o.error_code, = _S2.unpack_from(buf, pos)
+    pos += 2
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetFetchResponse_v5(o: OffsetFetchResponse, out: bytearray) -> None:
+    if o.groups is None or len(o.groups) != 0:
+        raise FieldNotInVersionError('non-default Groups cannot be written', version=5)
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_OffsetFetchResponseTopic_v5(e, out)
+    out += _S2.pack(o.error_code)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
 def _decode_OffsetFetchResponse_v6(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
     o = _new(OffsetFetchResponse)
     blen = len(buf)
@@ -1900,6 +2343,73 @@ def _encode_OffsetFetchResponse_v8(o: OffsetFetchResponse, out: bytearray) -> No
         out.append(0)
 
 
+def _decode_OffsetFetchResponse_v10(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
+    o = _new(OffsetFetchResponse)
+    blen = len(buf)
+    o.topics = []
+    o.error_code = 0
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetFetchResponseGroup_v10(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_OffsetFetchResponse_v10(o: OffsetFetchResponse, out: bytearray) -> None:
+    if o.topics is None or len(o.topics) != 0:
+        raise FieldNotInVersionError('non-default Topics cannot be written', version=10)
+    out += _S1.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_OffsetFetchResponseGroup_v10(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 OffsetFetchRequestTopics.FIELDS = (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('8-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
@@ -1919,8 +2429,8 @@ OffsetFetchRequestGroup.FIELDS = (
 )
 OffsetFetchRequestGroup.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 OffsetFetchRequestGroup.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchRequestGroup._decoders = {8: _decode_OffsetFetchRequestGroup_v8, 9: _decode_OffsetFetchRequestGroup_v9, 10: _decode_OffsetFetchRequestGroup_v9}
-OffsetFetchRequestGroup._encoders = {8: _encode_OffsetFetchRequestGroup_v8, 9: _encode_OffsetFetchRequestGroup_v9, 10: _encode_OffsetFetchRequestGroup_v9}
+OffsetFetchRequestGroup._decoders = {8: _decode_OffsetFetchRequestGroup_v8, 9: _decode_OffsetFetchRequestGroup_v9, 10: _decode_OffsetFetchRequestGroup_v10}
+OffsetFetchRequestGroup._encoders = {8: _encode_OffsetFetchRequestGroup_v8, 9: _encode_OffsetFetchRequestGroup_v9, 10: _encode_OffsetFetchRequestGroup_v10}
 _DEFAULT_OffsetFetchRequestGroup = OffsetFetchRequestGroup()
 
 OffsetFetchRequestTopic.FIELDS = (
@@ -1941,8 +2451,8 @@ OffsetFetchRequest.FIELDS = (
 )
 OffsetFetchRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 OffsetFetchRequest.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetFetchRequest._decoders = {0: _decode_OffsetFetchRequest_v0, 1: _decode_OffsetFetchRequest_v0, 2: _decode_OffsetFetchRequest_v2, 3: _decode_OffsetFetchRequest_v2, 4: _decode_OffsetFetchRequest_v2, 5: _decode_OffsetFetchRequest_v2, 6: _decode_OffsetFetchRequest_v6, 7: _decode_OffsetFetchRequest_v7, 8: _decode_OffsetFetchRequest_v8, 9: _decode_OffsetFetchRequest_v8, 10: _decode_OffsetFetchRequest_v8}
-OffsetFetchRequest._encoders = {0: _encode_OffsetFetchRequest_v0, 1: _encode_OffsetFetchRequest_v0, 2: _encode_OffsetFetchRequest_v2, 3: _encode_OffsetFetchRequest_v2, 4: _encode_OffsetFetchRequest_v2, 5: _encode_OffsetFetchRequest_v2, 6: _encode_OffsetFetchRequest_v6, 7: _encode_OffsetFetchRequest_v7, 8: _encode_OffsetFetchRequest_v8, 9: _encode_OffsetFetchRequest_v8, 10: _encode_OffsetFetchRequest_v8}
+OffsetFetchRequest._decoders = {0: _decode_OffsetFetchRequest_v0, 1: _decode_OffsetFetchRequest_v0, 2: _decode_OffsetFetchRequest_v2, 3: _decode_OffsetFetchRequest_v2, 4: _decode_OffsetFetchRequest_v2, 5: _decode_OffsetFetchRequest_v2, 6: _decode_OffsetFetchRequest_v6, 7: _decode_OffsetFetchRequest_v7, 8: _decode_OffsetFetchRequest_v8, 9: _decode_OffsetFetchRequest_v9, 10: _decode_OffsetFetchRequest_v10}
+OffsetFetchRequest._encoders = {0: _encode_OffsetFetchRequest_v0, 1: _encode_OffsetFetchRequest_v0, 2: _encode_OffsetFetchRequest_v2, 3: _encode_OffsetFetchRequest_v2, 4: _encode_OffsetFetchRequest_v2, 5: _encode_OffsetFetchRequest_v2, 6: _encode_OffsetFetchRequest_v6, 7: _encode_OffsetFetchRequest_v7, 8: _encode_OffsetFetchRequest_v8, 9: _encode_OffsetFetchRequest_v9, 10: _encode_OffsetFetchRequest_v10}
 OffsetFetchRequest.API_KEY = 9
 OffsetFetchRequest.KIND = 'request'
 OffsetFetchRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -1978,8 +2488,8 @@ OffsetFetchResponseGroup.FIELDS = (
 )
 OffsetFetchResponseGroup.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 OffsetFetchResponseGroup.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchResponseGroup._decoders = {8: _decode_OffsetFetchResponseGroup_v8, 9: _decode_OffsetFetchResponseGroup_v8, 10: _decode_OffsetFetchResponseGroup_v8}
-OffsetFetchResponseGroup._encoders = {8: _encode_OffsetFetchResponseGroup_v8, 9: _encode_OffsetFetchResponseGroup_v8, 10: _encode_OffsetFetchResponseGroup_v8}
+OffsetFetchResponseGroup._decoders = {8: _decode_OffsetFetchResponseGroup_v8, 9: _decode_OffsetFetchResponseGroup_v8, 10: _decode_OffsetFetchResponseGroup_v10}
+OffsetFetchResponseGroup._encoders = {8: _encode_OffsetFetchResponseGroup_v8, 9: _encode_OffsetFetchResponseGroup_v8, 10: _encode_OffsetFetchResponseGroup_v10}
 _DEFAULT_OffsetFetchResponseGroup = OffsetFetchResponseGroup()
 
 OffsetFetchResponsePartition.FIELDS = (
@@ -2001,8 +2511,8 @@ OffsetFetchResponseTopic.FIELDS = (
 )
 OffsetFetchResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 OffsetFetchResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-7')
-OffsetFetchResponseTopic._decoders = {0: _decode_OffsetFetchResponseTopic_v0, 1: _decode_OffsetFetchResponseTopic_v0, 2: _decode_OffsetFetchResponseTopic_v0, 3: _decode_OffsetFetchResponseTopic_v0, 4: _decode_OffsetFetchResponseTopic_v0, 5: _decode_OffsetFetchResponseTopic_v0, 6: _decode_OffsetFetchResponseTopic_v6, 7: _decode_OffsetFetchResponseTopic_v6}
-OffsetFetchResponseTopic._encoders = {0: _encode_OffsetFetchResponseTopic_v0, 1: _encode_OffsetFetchResponseTopic_v0, 2: _encode_OffsetFetchResponseTopic_v0, 3: _encode_OffsetFetchResponseTopic_v0, 4: _encode_OffsetFetchResponseTopic_v0, 5: _encode_OffsetFetchResponseTopic_v0, 6: _encode_OffsetFetchResponseTopic_v6, 7: _encode_OffsetFetchResponseTopic_v6}
+OffsetFetchResponseTopic._decoders = {0: _decode_OffsetFetchResponseTopic_v0, 1: _decode_OffsetFetchResponseTopic_v0, 2: _decode_OffsetFetchResponseTopic_v0, 3: _decode_OffsetFetchResponseTopic_v0, 4: _decode_OffsetFetchResponseTopic_v0, 5: _decode_OffsetFetchResponseTopic_v5, 6: _decode_OffsetFetchResponseTopic_v6, 7: _decode_OffsetFetchResponseTopic_v6}
+OffsetFetchResponseTopic._encoders = {0: _encode_OffsetFetchResponseTopic_v0, 1: _encode_OffsetFetchResponseTopic_v0, 2: _encode_OffsetFetchResponseTopic_v0, 3: _encode_OffsetFetchResponseTopic_v0, 4: _encode_OffsetFetchResponseTopic_v0, 5: _encode_OffsetFetchResponseTopic_v5, 6: _encode_OffsetFetchResponseTopic_v6, 7: _encode_OffsetFetchResponseTopic_v6}
 _DEFAULT_OffsetFetchResponseTopic = OffsetFetchResponseTopic()
 
 OffsetFetchResponse.FIELDS = (
@@ -2013,8 +2523,8 @@ OffsetFetchResponse.FIELDS = (
 )
 OffsetFetchResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 OffsetFetchResponse.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetFetchResponse._decoders = {0: _decode_OffsetFetchResponse_v0, 1: _decode_OffsetFetchResponse_v0, 2: _decode_OffsetFetchResponse_v2, 3: _decode_OffsetFetchResponse_v3, 4: _decode_OffsetFetchResponse_v3, 5: _decode_OffsetFetchResponse_v3, 6: _decode_OffsetFetchResponse_v6, 7: _decode_OffsetFetchResponse_v6, 8: _decode_OffsetFetchResponse_v8, 9: _decode_OffsetFetchResponse_v8, 10: _decode_OffsetFetchResponse_v8}
-OffsetFetchResponse._encoders = {0: _encode_OffsetFetchResponse_v0, 1: _encode_OffsetFetchResponse_v0, 2: _encode_OffsetFetchResponse_v2, 3: _encode_OffsetFetchResponse_v3, 4: _encode_OffsetFetchResponse_v3, 5: _encode_OffsetFetchResponse_v3, 6: _encode_OffsetFetchResponse_v6, 7: _encode_OffsetFetchResponse_v6, 8: _encode_OffsetFetchResponse_v8, 9: _encode_OffsetFetchResponse_v8, 10: _encode_OffsetFetchResponse_v8}
+OffsetFetchResponse._decoders = {0: _decode_OffsetFetchResponse_v0, 1: _decode_OffsetFetchResponse_v0, 2: _decode_OffsetFetchResponse_v2, 3: _decode_OffsetFetchResponse_v3, 4: _decode_OffsetFetchResponse_v3, 5: _decode_OffsetFetchResponse_v5, 6: _decode_OffsetFetchResponse_v6, 7: _decode_OffsetFetchResponse_v6, 8: _decode_OffsetFetchResponse_v8, 9: _decode_OffsetFetchResponse_v8, 10: _decode_OffsetFetchResponse_v10}
+OffsetFetchResponse._encoders = {0: _encode_OffsetFetchResponse_v0, 1: _encode_OffsetFetchResponse_v0, 2: _encode_OffsetFetchResponse_v2, 3: _encode_OffsetFetchResponse_v3, 4: _encode_OffsetFetchResponse_v3, 5: _encode_OffsetFetchResponse_v5, 6: _encode_OffsetFetchResponse_v6, 7: _encode_OffsetFetchResponse_v6, 8: _encode_OffsetFetchResponse_v8, 9: _encode_OffsetFetchResponse_v8, 10: _encode_OffsetFetchResponse_v10}
 OffsetFetchResponse.API_KEY = 9
 OffsetFetchResponse.KIND = 'response'
 OffsetFetchResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)

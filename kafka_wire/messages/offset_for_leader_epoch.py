@@ -227,6 +227,59 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(o: OffsetForLeade
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, int]:
+    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
+    blen = len(buf)
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S3.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=2)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+    else:
+        out += _S3.pack(len(x))
+        for e in x:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, int]:
     o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen = len(buf)
@@ -349,6 +402,39 @@ def _encode_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, out: 
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
+    o = _new(OffsetForLeaderEpochRequest)
+    blen = len(buf)
+    o.replica_id = -2
+    n, = _S3.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
+    else:
+        out += _S3.pack(len(x))
+        for e in x:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
 def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     o = _new(OffsetForLeaderEpochRequest)
     blen = len(buf)
@@ -362,7 +448,7 @@ def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: int) -> tuple[Offset
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf, pos)
+            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             app(x)
         o.topics = lst
     o.unknown_tagged_fields = ()
@@ -377,7 +463,7 @@ def _encode_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, out: 
     else:
         out += _S3.pack(len(x))
         for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(e, out)
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -564,6 +650,59 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(o: OffsetF
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, int]:
+    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
+    blen = len(buf)
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Topic was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Topic is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Topic')
+        o.topic = buf[pos:end].decode()
+        pos = end
+    n, = _S3.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, out: bytearray) -> None:
+    x = o.topic
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Topic is too long', version=1)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        out += _S3.pack(len(x))
+        for e in x:
+            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, int]:
     o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen = len(buf)
@@ -686,6 +825,39 @@ def _encode_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, out
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
+    o = _new(OffsetForLeaderEpochResponse)
+    blen = len(buf)
+    o.throttle_time_ms = 0
+    n, = _S3.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        out += _S3.pack(len(x))
+        for e in x:
+            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
 def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     o = _new(OffsetForLeaderEpochResponse)
     blen = len(buf)
@@ -699,7 +871,7 @@ def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: int) -> tuple[Offse
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf, pos)
+            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             app(x)
         o.topics = lst
     o.unknown_tagged_fields = ()
@@ -714,7 +886,7 @@ def _encode_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, out
     else:
         out += _S3.pack(len(x))
         for e in x:
-            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(e, out)
+            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -799,8 +971,8 @@ OffsetForLeaderEpochRequestOffsetForLeaderTopic.FIELDS = (
 )
 OffsetForLeaderEpochRequestOffsetForLeaderTopic.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 OffsetForLeaderEpochRequestOffsetForLeaderTopic.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochRequestOffsetForLeaderTopic._decoders = {0: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 3: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 4: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4}
-OffsetForLeaderEpochRequestOffsetForLeaderTopic._encoders = {0: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 3: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 4: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4}
+OffsetForLeaderEpochRequestOffsetForLeaderTopic._decoders = {0: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 3: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 4: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4}
+OffsetForLeaderEpochRequestOffsetForLeaderTopic._encoders = {0: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 3: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 4: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4}
 _DEFAULT_OffsetForLeaderEpochRequestOffsetForLeaderTopic = OffsetForLeaderEpochRequestOffsetForLeaderTopic()
 
 OffsetForLeaderEpochRequest.FIELDS = (
@@ -809,8 +981,8 @@ OffsetForLeaderEpochRequest.FIELDS = (
 )
 OffsetForLeaderEpochRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 OffsetForLeaderEpochRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochRequest._decoders = {0: _decode_OffsetForLeaderEpochRequest_v0, 1: _decode_OffsetForLeaderEpochRequest_v0, 2: _decode_OffsetForLeaderEpochRequest_v0, 3: _decode_OffsetForLeaderEpochRequest_v3, 4: _decode_OffsetForLeaderEpochRequest_v4}
-OffsetForLeaderEpochRequest._encoders = {0: _encode_OffsetForLeaderEpochRequest_v0, 1: _encode_OffsetForLeaderEpochRequest_v0, 2: _encode_OffsetForLeaderEpochRequest_v0, 3: _encode_OffsetForLeaderEpochRequest_v3, 4: _encode_OffsetForLeaderEpochRequest_v4}
+OffsetForLeaderEpochRequest._decoders = {0: _decode_OffsetForLeaderEpochRequest_v0, 1: _decode_OffsetForLeaderEpochRequest_v0, 2: _decode_OffsetForLeaderEpochRequest_v2, 3: _decode_OffsetForLeaderEpochRequest_v3, 4: _decode_OffsetForLeaderEpochRequest_v4}
+OffsetForLeaderEpochRequest._encoders = {0: _encode_OffsetForLeaderEpochRequest_v0, 1: _encode_OffsetForLeaderEpochRequest_v0, 2: _encode_OffsetForLeaderEpochRequest_v2, 3: _encode_OffsetForLeaderEpochRequest_v3, 4: _encode_OffsetForLeaderEpochRequest_v4}
 OffsetForLeaderEpochRequest.API_KEY = 23
 OffsetForLeaderEpochRequest.KIND = 'request'
 OffsetForLeaderEpochRequest.VERSIONS = (0, 1, 2, 3, 4)
@@ -833,8 +1005,8 @@ OffsetForLeaderEpochResponseOffsetForLeaderTopicResult.FIELDS = (
 )
 OffsetForLeaderEpochResponseOffsetForLeaderTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 OffsetForLeaderEpochResponseOffsetForLeaderTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult._decoders = {0: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 2: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 3: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 4: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4}
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult._encoders = {0: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 2: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 3: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 4: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4}
+OffsetForLeaderEpochResponseOffsetForLeaderTopicResult._decoders = {0: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 2: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 3: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 4: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4}
+OffsetForLeaderEpochResponseOffsetForLeaderTopicResult._encoders = {0: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 2: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 3: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 4: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4}
 _DEFAULT_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult = OffsetForLeaderEpochResponseOffsetForLeaderTopicResult()
 
 OffsetForLeaderEpochResponse.FIELDS = (
@@ -843,8 +1015,8 @@ OffsetForLeaderEpochResponse.FIELDS = (
 )
 OffsetForLeaderEpochResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
 OffsetForLeaderEpochResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochResponse._decoders = {0: _decode_OffsetForLeaderEpochResponse_v0, 1: _decode_OffsetForLeaderEpochResponse_v0, 2: _decode_OffsetForLeaderEpochResponse_v2, 3: _decode_OffsetForLeaderEpochResponse_v2, 4: _decode_OffsetForLeaderEpochResponse_v4}
-OffsetForLeaderEpochResponse._encoders = {0: _encode_OffsetForLeaderEpochResponse_v0, 1: _encode_OffsetForLeaderEpochResponse_v0, 2: _encode_OffsetForLeaderEpochResponse_v2, 3: _encode_OffsetForLeaderEpochResponse_v2, 4: _encode_OffsetForLeaderEpochResponse_v4}
+OffsetForLeaderEpochResponse._decoders = {0: _decode_OffsetForLeaderEpochResponse_v0, 1: _decode_OffsetForLeaderEpochResponse_v1, 2: _decode_OffsetForLeaderEpochResponse_v2, 3: _decode_OffsetForLeaderEpochResponse_v2, 4: _decode_OffsetForLeaderEpochResponse_v4}
+OffsetForLeaderEpochResponse._encoders = {0: _encode_OffsetForLeaderEpochResponse_v0, 1: _encode_OffsetForLeaderEpochResponse_v1, 2: _encode_OffsetForLeaderEpochResponse_v2, 3: _encode_OffsetForLeaderEpochResponse_v2, 4: _encode_OffsetForLeaderEpochResponse_v4}
 OffsetForLeaderEpochResponse.API_KEY = 23
 OffsetForLeaderEpochResponse.KIND = 'response'
 OffsetForLeaderEpochResponse.VERSIONS = (0, 1, 2, 3, 4)

@@ -653,6 +653,98 @@ def _encode_ProduceRequest_v9(o: ProduceRequest, out: bytearray) -> None:
         out.append(0)
 
 
+def _decode_ProduceRequest_v13(buf: bytes, pos: int) -> tuple[ProduceRequest, int]:
+    o = _new(ProduceRequest)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.transactional_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TransactionalId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TransactionalId')
+        o.transactional_id = buf[pos:end].decode()
+        pos = end
+    o.acks, o.timeout_ms = _S5.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicData was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array TopicData declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceRequestTopicProduceData_v13(buf, pos)
+            app(x)
+        o.topic_data = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ProduceRequest_v13(o: ProduceRequest, out: bytearray) -> None:
+    x = o.transactional_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TransactionalId is too long', version=13)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S5.pack(o.acks, o.timeout_ms)
+    x = o.topic_data
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicData is None', version=13)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ProduceRequestTopicProduceData_v13(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf: bytes, pos: int) -> tuple[ProduceResponseBatchIndexAndErrorMessage, int]:
     o = _new(ProduceResponseBatchIndexAndErrorMessage)
     blen = len(buf)
@@ -1157,6 +1249,168 @@ def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduc
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
+    o = _new(ProduceResponseTopicProduceResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field PartitionResponses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array PartitionResponses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponsePartitionProduceResponse_v2(buf, pos)
+            app(x)
+        o.partition_responses = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=2)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partition_responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=2)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_ProduceResponsePartitionProduceResponse_v2(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
+def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
+    o = _new(ProduceResponseTopicProduceResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field PartitionResponses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array PartitionResponses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponsePartitionProduceResponse_v5(buf, pos)
+            app(x)
+        o.partition_responses = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=5)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partition_responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=5)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_ProduceResponsePartitionProduceResponse_v5(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
+    o = _new(ProduceResponseTopicProduceResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field PartitionResponses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array PartitionResponses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponsePartitionProduceResponse_v8(buf, pos)
+            app(x)
+        o.partition_responses = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=8)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partition_responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=8)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_ProduceResponsePartitionProduceResponse_v8(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 8')
+
+
 def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
@@ -1241,6 +1495,96 @@ def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduc
             _write_uvarint(out, m)
         for e in x:
             _encode_ProduceResponsePartitionProduceResponse_v9(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
+    o = _new(ProduceResponseTopicProduceResponse)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field PartitionResponses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array PartitionResponses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
+            app(x)
+        o.partition_responses = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=10)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=10)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partition_responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=10)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ProduceResponsePartitionProduceResponse_v10(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1482,6 +1826,120 @@ def _encode_ProduceResponse_v1(o: ProduceResponse, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
+def _decode_ProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    o = _new(ProduceResponse)
+    blen = len(buf)
+    o.node_endpoints = []
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponseTopicProduceResponse_v2(buf, pos)
+            app(x)
+        o.responses = lst
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ProduceResponse_v2(o: ProduceResponse, out: bytearray) -> None:
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=2)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_ProduceResponseTopicProduceResponse_v2(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
+def _decode_ProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    o = _new(ProduceResponse)
+    blen = len(buf)
+    o.node_endpoints = []
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponseTopicProduceResponse_v5(buf, pos)
+            app(x)
+        o.responses = lst
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ProduceResponse_v5(o: ProduceResponse, out: bytearray) -> None:
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_ProduceResponseTopicProduceResponse_v5(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 5')
+
+
+def _decode_ProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    o = _new(ProduceResponse)
+    blen = len(buf)
+    o.node_endpoints = []
+    n, = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponseTopicProduceResponse_v8(buf, pos)
+            app(x)
+        o.responses = lst
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_ProduceResponse_v8(o: ProduceResponse, out: bytearray) -> None:
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=8)
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=8)
+    else:
+        out += _S1.pack(len(x))
+        for e in x:
+            _encode_ProduceResponseTopicProduceResponse_v8(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 8')
+
+
 def _decode_ProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
     o = _new(ProduceResponse)
     blen = len(buf)
@@ -1568,7 +2026,7 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v9(buf, pos)
+            x, pos = _decode_ProduceResponseTopicProduceResponse_v10(buf, pos)
             app(x)
         o.responses = lst
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
@@ -1624,7 +2082,7 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v9(e, out)
+            _encode_ProduceResponseTopicProduceResponse_v10(e, out)
     out += _S1.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
@@ -1632,6 +2090,103 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
         x = o.node_endpoints
         if x is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=10)
+        else:
+            m = len(x) + 1
+            if m < 0x80:
+                t.append(m)
+            else:
+                _write_uvarint(t, m)
+            for e in x:
+                _encode_ProduceResponseNodeEndpoint_v10(e, t)
+        known.append((0, t))
+    if o.unknown_tagged_fields or known:
+        _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
+    else:
+        out.append(0)
+
+
+def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
+    o = _new(ProduceResponse)
+    blen = len(buf)
+    o.node_endpoints = []
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Responses was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Responses declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ProduceResponseTopicProduceResponse_v13(buf, pos)
+            app(x)
+        o.responses = lst
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag == 0:
+                n = buf[pos]
+                if n < 0x80:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                n -= 1
+                if n < 0:
+                    raise _invalid('non-nullable field NodeEndpoints was null')
+                else:
+                    if n > blen - pos:
+                        raise _invalid('array NodeEndpoints declares more elements than bytes remain')
+                    lst = []
+                    app = lst.append
+                    for _ in range(n):
+                        x, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
+                        app(x)
+                    o.node_endpoints = lst
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
+    x = o.responses
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ProduceResponseTopicProduceResponse_v13(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    known: list[tuple[int, bytes | bytearray]] = []
+    if o.node_endpoints is None or len(o.node_endpoints) != 0:
+        t = bytearray()
+        x = o.node_endpoints
+        if x is None:
+            raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=13)
         else:
             m = len(x) + 1
             if m < 0x80:
@@ -1676,8 +2231,8 @@ ProduceRequest.FIELDS = (
 )
 ProduceRequest.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
 ProduceRequest.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceRequest._decoders = {0: _decode_ProduceRequest_v0, 1: _decode_ProduceRequest_v0, 2: _decode_ProduceRequest_v0, 3: _decode_ProduceRequest_v3, 4: _decode_ProduceRequest_v3, 5: _decode_ProduceRequest_v3, 6: _decode_ProduceRequest_v3, 7: _decode_ProduceRequest_v3, 8: _decode_ProduceRequest_v3, 9: _decode_ProduceRequest_v9, 10: _decode_ProduceRequest_v9, 11: _decode_ProduceRequest_v9, 12: _decode_ProduceRequest_v9, 13: _decode_ProduceRequest_v9}
-ProduceRequest._encoders = {0: _encode_ProduceRequest_v0, 1: _encode_ProduceRequest_v0, 2: _encode_ProduceRequest_v0, 3: _encode_ProduceRequest_v3, 4: _encode_ProduceRequest_v3, 5: _encode_ProduceRequest_v3, 6: _encode_ProduceRequest_v3, 7: _encode_ProduceRequest_v3, 8: _encode_ProduceRequest_v3, 9: _encode_ProduceRequest_v9, 10: _encode_ProduceRequest_v9, 11: _encode_ProduceRequest_v9, 12: _encode_ProduceRequest_v9, 13: _encode_ProduceRequest_v9}
+ProduceRequest._decoders = {0: _decode_ProduceRequest_v0, 1: _decode_ProduceRequest_v0, 2: _decode_ProduceRequest_v0, 3: _decode_ProduceRequest_v3, 4: _decode_ProduceRequest_v3, 5: _decode_ProduceRequest_v3, 6: _decode_ProduceRequest_v3, 7: _decode_ProduceRequest_v3, 8: _decode_ProduceRequest_v3, 9: _decode_ProduceRequest_v9, 10: _decode_ProduceRequest_v9, 11: _decode_ProduceRequest_v9, 12: _decode_ProduceRequest_v9, 13: _decode_ProduceRequest_v13}
+ProduceRequest._encoders = {0: _encode_ProduceRequest_v0, 1: _encode_ProduceRequest_v0, 2: _encode_ProduceRequest_v0, 3: _encode_ProduceRequest_v3, 4: _encode_ProduceRequest_v3, 5: _encode_ProduceRequest_v3, 6: _encode_ProduceRequest_v3, 7: _encode_ProduceRequest_v3, 8: _encode_ProduceRequest_v3, 9: _encode_ProduceRequest_v9, 10: _encode_ProduceRequest_v9, 11: _encode_ProduceRequest_v9, 12: _encode_ProduceRequest_v9, 13: _encode_ProduceRequest_v13}
 ProduceRequest.API_KEY = 0
 ProduceRequest.KIND = 'request'
 ProduceRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
@@ -1725,8 +2280,8 @@ ProduceResponseTopicProduceResponse.FIELDS = (
 )
 ProduceResponseTopicProduceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
 ProduceResponseTopicProduceResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceResponseTopicProduceResponse._decoders = {0: _decode_ProduceResponseTopicProduceResponse_v0, 1: _decode_ProduceResponseTopicProduceResponse_v0, 2: _decode_ProduceResponseTopicProduceResponse_v0, 3: _decode_ProduceResponseTopicProduceResponse_v0, 4: _decode_ProduceResponseTopicProduceResponse_v0, 5: _decode_ProduceResponseTopicProduceResponse_v0, 6: _decode_ProduceResponseTopicProduceResponse_v0, 7: _decode_ProduceResponseTopicProduceResponse_v0, 8: _decode_ProduceResponseTopicProduceResponse_v0, 9: _decode_ProduceResponseTopicProduceResponse_v9, 10: _decode_ProduceResponseTopicProduceResponse_v9, 11: _decode_ProduceResponseTopicProduceResponse_v9, 12: _decode_ProduceResponseTopicProduceResponse_v9, 13: _decode_ProduceResponseTopicProduceResponse_v13}
-ProduceResponseTopicProduceResponse._encoders = {0: _encode_ProduceResponseTopicProduceResponse_v0, 1: _encode_ProduceResponseTopicProduceResponse_v0, 2: _encode_ProduceResponseTopicProduceResponse_v0, 3: _encode_ProduceResponseTopicProduceResponse_v0, 4: _encode_ProduceResponseTopicProduceResponse_v0, 5: _encode_ProduceResponseTopicProduceResponse_v0, 6: _encode_ProduceResponseTopicProduceResponse_v0, 7: _encode_ProduceResponseTopicProduceResponse_v0, 8: _encode_ProduceResponseTopicProduceResponse_v0, 9: _encode_ProduceResponseTopicProduceResponse_v9, 10: _encode_ProduceResponseTopicProduceResponse_v9, 11: _encode_ProduceResponseTopicProduceResponse_v9, 12: _encode_ProduceResponseTopicProduceResponse_v9, 13: _encode_ProduceResponseTopicProduceResponse_v13}
+ProduceResponseTopicProduceResponse._decoders = {0: _decode_ProduceResponseTopicProduceResponse_v0, 1: _decode_ProduceResponseTopicProduceResponse_v0, 2: _decode_ProduceResponseTopicProduceResponse_v2, 3: _decode_ProduceResponseTopicProduceResponse_v2, 4: _decode_ProduceResponseTopicProduceResponse_v2, 5: _decode_ProduceResponseTopicProduceResponse_v5, 6: _decode_ProduceResponseTopicProduceResponse_v5, 7: _decode_ProduceResponseTopicProduceResponse_v5, 8: _decode_ProduceResponseTopicProduceResponse_v8, 9: _decode_ProduceResponseTopicProduceResponse_v9, 10: _decode_ProduceResponseTopicProduceResponse_v10, 11: _decode_ProduceResponseTopicProduceResponse_v10, 12: _decode_ProduceResponseTopicProduceResponse_v10, 13: _decode_ProduceResponseTopicProduceResponse_v13}
+ProduceResponseTopicProduceResponse._encoders = {0: _encode_ProduceResponseTopicProduceResponse_v0, 1: _encode_ProduceResponseTopicProduceResponse_v0, 2: _encode_ProduceResponseTopicProduceResponse_v2, 3: _encode_ProduceResponseTopicProduceResponse_v2, 4: _encode_ProduceResponseTopicProduceResponse_v2, 5: _encode_ProduceResponseTopicProduceResponse_v5, 6: _encode_ProduceResponseTopicProduceResponse_v5, 7: _encode_ProduceResponseTopicProduceResponse_v5, 8: _encode_ProduceResponseTopicProduceResponse_v8, 9: _encode_ProduceResponseTopicProduceResponse_v9, 10: _encode_ProduceResponseTopicProduceResponse_v10, 11: _encode_ProduceResponseTopicProduceResponse_v10, 12: _encode_ProduceResponseTopicProduceResponse_v10, 13: _encode_ProduceResponseTopicProduceResponse_v13}
 _DEFAULT_ProduceResponseTopicProduceResponse = ProduceResponseTopicProduceResponse()
 
 ProduceResponseNodeEndpoint.FIELDS = (
@@ -1748,8 +2303,8 @@ ProduceResponse.FIELDS = (
 )
 ProduceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
 ProduceResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceResponse._decoders = {0: _decode_ProduceResponse_v0, 1: _decode_ProduceResponse_v1, 2: _decode_ProduceResponse_v1, 3: _decode_ProduceResponse_v1, 4: _decode_ProduceResponse_v1, 5: _decode_ProduceResponse_v1, 6: _decode_ProduceResponse_v1, 7: _decode_ProduceResponse_v1, 8: _decode_ProduceResponse_v1, 9: _decode_ProduceResponse_v9, 10: _decode_ProduceResponse_v10, 11: _decode_ProduceResponse_v10, 12: _decode_ProduceResponse_v10, 13: _decode_ProduceResponse_v10}
-ProduceResponse._encoders = {0: _encode_ProduceResponse_v0, 1: _encode_ProduceResponse_v1, 2: _encode_ProduceResponse_v1, 3: _encode_ProduceResponse_v1, 4: _encode_ProduceResponse_v1, 5: _encode_ProduceResponse_v1, 6: _encode_ProduceResponse_v1, 7: _encode_ProduceResponse_v1, 8: _encode_ProduceResponse_v1, 9: _encode_ProduceResponse_v9, 10: _encode_ProduceResponse_v10, 11: _encode_ProduceResponse_v10, 12: _encode_ProduceResponse_v10, 13: _encode_ProduceResponse_v10}
+ProduceResponse._decoders = {0: _decode_ProduceResponse_v0, 1: _decode_ProduceResponse_v1, 2: _decode_ProduceResponse_v2, 3: _decode_ProduceResponse_v2, 4: _decode_ProduceResponse_v2, 5: _decode_ProduceResponse_v5, 6: _decode_ProduceResponse_v5, 7: _decode_ProduceResponse_v5, 8: _decode_ProduceResponse_v8, 9: _decode_ProduceResponse_v9, 10: _decode_ProduceResponse_v10, 11: _decode_ProduceResponse_v10, 12: _decode_ProduceResponse_v10, 13: _decode_ProduceResponse_v13}
+ProduceResponse._encoders = {0: _encode_ProduceResponse_v0, 1: _encode_ProduceResponse_v1, 2: _encode_ProduceResponse_v2, 3: _encode_ProduceResponse_v2, 4: _encode_ProduceResponse_v2, 5: _encode_ProduceResponse_v5, 6: _encode_ProduceResponse_v5, 7: _encode_ProduceResponse_v5, 8: _encode_ProduceResponse_v8, 9: _encode_ProduceResponse_v9, 10: _encode_ProduceResponse_v10, 11: _encode_ProduceResponse_v10, 12: _encode_ProduceResponse_v10, 13: _encode_ProduceResponse_v13}
 ProduceResponse.API_KEY = 0
 ProduceResponse.KIND = 'response'
 ProduceResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)

@@ -495,6 +495,70 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadS
         out.append(0)
 
 
+def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponseReadStateSummaryResult, int]:
+    o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
+    blen = len(buf)
+    u_topic_id_raw, = _S1.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadShareGroupStateSummaryResponseReadStateSummaryResult, out: bytearray) -> None:
+    out += _S1.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
     o = _new(ReadShareGroupStateSummaryResponse)
     blen = len(buf)
@@ -555,6 +619,66 @@ def _encode_ReadShareGroupStateSummaryResponse_v0(o: ReadShareGroupStateSummaryR
         out.append(0)
 
 
+def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
+    o = _new(ReadShareGroupStateSummaryResponse)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Results was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Results declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf, pos)
+            app(x)
+        o.results = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ReadShareGroupStateSummaryResponse_v1(o: ReadShareGroupStateSummaryResponse, out: bytearray) -> None:
+    x = o.results
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Results is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 ReadShareGroupStateSummaryRequestPartitionData.FIELDS = (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -608,8 +732,8 @@ ReadShareGroupStateSummaryResponseReadStateSummaryResult.FIELDS = (
 )
 ReadShareGroupStateSummaryResponseReadStateSummaryResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ReadShareGroupStateSummaryResponseReadStateSummaryResult.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryResponseReadStateSummaryResult._decoders = {0: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0}
-ReadShareGroupStateSummaryResponseReadStateSummaryResult._encoders = {0: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0}
+ReadShareGroupStateSummaryResponseReadStateSummaryResult._decoders = {0: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1}
+ReadShareGroupStateSummaryResponseReadStateSummaryResult._encoders = {0: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1}
 _DEFAULT_ReadShareGroupStateSummaryResponseReadStateSummaryResult = ReadShareGroupStateSummaryResponseReadStateSummaryResult()
 
 ReadShareGroupStateSummaryResponse.FIELDS = (
@@ -617,8 +741,8 @@ ReadShareGroupStateSummaryResponse.FIELDS = (
 )
 ReadShareGroupStateSummaryResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ReadShareGroupStateSummaryResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryResponse._decoders = {0: _decode_ReadShareGroupStateSummaryResponse_v0, 1: _decode_ReadShareGroupStateSummaryResponse_v0}
-ReadShareGroupStateSummaryResponse._encoders = {0: _encode_ReadShareGroupStateSummaryResponse_v0, 1: _encode_ReadShareGroupStateSummaryResponse_v0}
+ReadShareGroupStateSummaryResponse._decoders = {0: _decode_ReadShareGroupStateSummaryResponse_v0, 1: _decode_ReadShareGroupStateSummaryResponse_v1}
+ReadShareGroupStateSummaryResponse._encoders = {0: _encode_ReadShareGroupStateSummaryResponse_v0, 1: _encode_ReadShareGroupStateSummaryResponse_v1}
 ReadShareGroupStateSummaryResponse.API_KEY = 87
 ReadShareGroupStateSummaryResponse.KIND = 'response'
 ReadShareGroupStateSummaryResponse.VERSIONS = (0, 1)

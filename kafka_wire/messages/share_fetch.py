@@ -470,6 +470,70 @@ def _encode_ShareFetchRequestFetchTopic_v0(o: ShareFetchRequestFetchTopic, out: 
         out.append(0)
 
 
+def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareFetchRequestFetchTopic, int]:
+    o = _new(ShareFetchRequestFetchTopic)
+    blen = len(buf)
+    u_topic_id_raw, = _S3.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ShareFetchRequestFetchPartition_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ShareFetchRequestFetchTopic_v1(o: ShareFetchRequestFetchTopic, out: bytearray) -> None:
+    out += _S3.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ShareFetchRequestFetchPartition_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[ShareFetchRequestForgottenTopic, int]:
     o = _new(ShareFetchRequestForgottenTopic)
     blen = len(buf)
@@ -741,7 +805,7 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
+            x, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             app(x)
         o.topics = lst
     n = buf[pos]
@@ -823,7 +887,7 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_ShareFetchRequestFetchTopic_v0(e, out)
+            _encode_ShareFetchRequestFetchTopic_v1(e, out)
     x = o.forgotten_topics_data
     if x is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=1)
@@ -892,7 +956,7 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
+            x, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             app(x)
         o.topics = lst
     n = buf[pos]
@@ -972,7 +1036,7 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_ShareFetchRequestFetchTopic_v0(e, out)
+            _encode_ShareFetchRequestFetchTopic_v1(e, out)
     x = o.forgotten_topics_data
     if x is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=2)
@@ -1428,6 +1492,70 @@ def _encode_ShareFetchResponseShareFetchableTopicResponse_v0(o: ShareFetchRespon
         out.append(0)
 
 
+def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchResponseShareFetchableTopicResponse, int]:
+    o = _new(ShareFetchResponseShareFetchableTopicResponse)
+    blen = len(buf)
+    u_topic_id_raw, = _S3.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_ShareFetchResponsePartitionData_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_ShareFetchResponseShareFetchableTopicResponse_v1(o: ShareFetchResponseShareFetchableTopicResponse, out: bytearray) -> None:
+    out += _S3.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_ShareFetchResponsePartitionData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponseNodeEndpoint, int]:
     o = _new(ShareFetchResponseNodeEndpoint)
     blen = len(buf)
@@ -1684,7 +1812,7 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf, pos)
+            x, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
             app(x)
         o.responses = lst
     n = buf[pos]
@@ -1752,7 +1880,7 @@ def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_ShareFetchResponseShareFetchableTopicResponse_v0(e, out)
+            _encode_ShareFetchResponseShareFetchableTopicResponse_v1(e, out)
     x = o.node_endpoints
     if x is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
@@ -1798,8 +1926,8 @@ ShareFetchRequestFetchTopic.FIELDS = (
 )
 ShareFetchRequestFetchTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ShareFetchRequestFetchTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchRequestFetchTopic._decoders = {0: _decode_ShareFetchRequestFetchTopic_v0, 1: _decode_ShareFetchRequestFetchTopic_v0, 2: _decode_ShareFetchRequestFetchTopic_v0}
-ShareFetchRequestFetchTopic._encoders = {0: _encode_ShareFetchRequestFetchTopic_v0, 1: _encode_ShareFetchRequestFetchTopic_v0, 2: _encode_ShareFetchRequestFetchTopic_v0}
+ShareFetchRequestFetchTopic._decoders = {0: _decode_ShareFetchRequestFetchTopic_v0, 1: _decode_ShareFetchRequestFetchTopic_v1, 2: _decode_ShareFetchRequestFetchTopic_v1}
+ShareFetchRequestFetchTopic._encoders = {0: _encode_ShareFetchRequestFetchTopic_v0, 1: _encode_ShareFetchRequestFetchTopic_v1, 2: _encode_ShareFetchRequestFetchTopic_v1}
 _DEFAULT_ShareFetchRequestFetchTopic = ShareFetchRequestFetchTopic()
 
 ShareFetchRequestForgottenTopic.FIELDS = (
@@ -1877,8 +2005,8 @@ ShareFetchResponseShareFetchableTopicResponse.FIELDS = (
 )
 ShareFetchResponseShareFetchableTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 ShareFetchResponseShareFetchableTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponseShareFetchableTopicResponse._decoders = {0: _decode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _decode_ShareFetchResponseShareFetchableTopicResponse_v0, 2: _decode_ShareFetchResponseShareFetchableTopicResponse_v0}
-ShareFetchResponseShareFetchableTopicResponse._encoders = {0: _encode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _encode_ShareFetchResponseShareFetchableTopicResponse_v0, 2: _encode_ShareFetchResponseShareFetchableTopicResponse_v0}
+ShareFetchResponseShareFetchableTopicResponse._decoders = {0: _decode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _decode_ShareFetchResponseShareFetchableTopicResponse_v1, 2: _decode_ShareFetchResponseShareFetchableTopicResponse_v1}
+ShareFetchResponseShareFetchableTopicResponse._encoders = {0: _encode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _encode_ShareFetchResponseShareFetchableTopicResponse_v1, 2: _encode_ShareFetchResponseShareFetchableTopicResponse_v1}
 _DEFAULT_ShareFetchResponseShareFetchableTopicResponse = ShareFetchResponseShareFetchableTopicResponse()
 
 ShareFetchResponseNodeEndpoint.FIELDS = (

@@ -2468,6 +2468,69 @@ def _encode_StreamsGroupDescribeResponse_v0(o: StreamsGroupDescribeResponse, out
         out.append(0)
 
 
+def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
+    o = _new(StreamsGroupDescribeResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S3.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Groups was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Groups declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
+            app(x)
+        o.groups = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_StreamsGroupDescribeResponse_v1(o: StreamsGroupDescribeResponse, out: bytearray) -> None:
+    out += _S3.pack(o.throttle_time_ms)
+    x = o.groups
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_StreamsGroupDescribeResponseDescribedGroup_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 StreamsGroupDescribeRequest.FIELDS = (
     FieldSpec('group_ids', 'GroupIds', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
     FieldSpec('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
@@ -2661,8 +2724,8 @@ StreamsGroupDescribeResponse.FIELDS = (
 )
 StreamsGroupDescribeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 StreamsGroupDescribeResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponse._decoders = {0: _decode_StreamsGroupDescribeResponse_v0, 1: _decode_StreamsGroupDescribeResponse_v0}
-StreamsGroupDescribeResponse._encoders = {0: _encode_StreamsGroupDescribeResponse_v0, 1: _encode_StreamsGroupDescribeResponse_v0}
+StreamsGroupDescribeResponse._decoders = {0: _decode_StreamsGroupDescribeResponse_v0, 1: _decode_StreamsGroupDescribeResponse_v1}
+StreamsGroupDescribeResponse._encoders = {0: _encode_StreamsGroupDescribeResponse_v0, 1: _encode_StreamsGroupDescribeResponse_v1}
 StreamsGroupDescribeResponse.API_KEY = 89
 StreamsGroupDescribeResponse.KIND = 'response'
 StreamsGroupDescribeResponse.VERSIONS = (0, 1)

@@ -313,6 +313,60 @@ def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, out: 
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
+    o = _new(TxnOffsetCommitRequestTopic)
+    blen = len(buf)
+    o.topic_id = ZERO_UUID
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field Name was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Name is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Name')
+        o.name = buf[pos:end].decode()
+        pos = end
+    n, = _S5.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
+            app(x)
+        o.partitions = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, out: bytearray) -> None:
+    x = o.name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Name is too long', version=2)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+    else:
+        out += _S5.pack(len(x))
+        for e in x:
+            _encode_TxnOffsetCommitRequestPartition_v2(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
 def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
     o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
@@ -552,6 +606,90 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, out: bytearray)
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
+    o = _new(TxnOffsetCommitRequest)
+    blen = len(buf)
+    o.generation_id_or_member_epoch = -1
+    o.member_id = ''
+    o.group_instance_id = None
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field TransactionalId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TransactionalId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TransactionalId')
+        o.transactional_id = buf[pos:end].decode()
+        pos = end
+    n, = _S2.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    o.producer_id, o.producer_epoch, n = _S7.unpack_from(buf, pos)
+    pos += 14
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_TxnOffsetCommitRequestTopic_v2(buf, pos)
+            app(x)
+        o.topics = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, out: bytearray) -> None:
+    if o.generation_id_or_member_epoch != -1:
+        raise FieldNotInVersionError('non-default GenerationIdOrMemberEpoch cannot be written', version=2)
+    if o.member_id != '':
+        raise FieldNotInVersionError('non-default MemberId cannot be written', version=2)
+    if o.group_instance_id is not None:
+        raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=2)
+    x = o.transactional_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TransactionalId is too long', version=2)
+        out += _S2.pack(len(b))
+        out += b
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=2)
+        out += _S2.pack(len(b))
+        out += b
+    out += _S8.pack(o.producer_id, o.producer_epoch)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
+    else:
+        out += _S5.pack(len(x))
+        for e in x:
+            _encode_TxnOffsetCommitRequestTopic_v2(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
 def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
     o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
@@ -725,6 +863,185 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, out: bytearray)
             _write_uvarint(out, m)
         for e in x:
             _encode_TxnOffsetCommitRequestTopic_v3(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
+    o = _new(TxnOffsetCommitRequest)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TransactionalId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TransactionalId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TransactionalId')
+        o.transactional_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _S7.unpack_from(buf, pos)
+    pos += 14
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field MemberId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field MemberId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('MemberId')
+        o.member_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.group_instance_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupInstanceId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupInstanceId')
+        o.group_instance_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_TxnOffsetCommitRequestTopic_v6(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, out: bytearray) -> None:
+    x = o.transactional_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TransactionalId is too long', version=6)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=6)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S7.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
+    x = o.member_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field MemberId is too long', version=6)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.group_instance_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_TxnOffsetCommitRequestTopic_v6(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1086,6 +1403,69 @@ def _encode_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, out: bytearra
         out.append(0)
 
 
+def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
+    o = _new(TxnOffsetCommitResponse)
+    blen = len(buf)
+    o.throttle_time_ms, = _S5.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_TxnOffsetCommitResponseTopic_v6(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_TxnOffsetCommitResponse_v6(o: TxnOffsetCommitResponse, out: bytearray) -> None:
+    out += _S5.pack(o.throttle_time_ms)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_TxnOffsetCommitResponseTopic_v6(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 TxnOffsetCommitRequestPartition.FIELDS = (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_offset', 'CommittedOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -1105,8 +1485,8 @@ TxnOffsetCommitRequestTopic.FIELDS = (
 )
 TxnOffsetCommitRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
 TxnOffsetCommitRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitRequestTopic._decoders = {0: _decode_TxnOffsetCommitRequestTopic_v0, 1: _decode_TxnOffsetCommitRequestTopic_v0, 2: _decode_TxnOffsetCommitRequestTopic_v0, 3: _decode_TxnOffsetCommitRequestTopic_v3, 4: _decode_TxnOffsetCommitRequestTopic_v3, 5: _decode_TxnOffsetCommitRequestTopic_v3, 6: _decode_TxnOffsetCommitRequestTopic_v6}
-TxnOffsetCommitRequestTopic._encoders = {0: _encode_TxnOffsetCommitRequestTopic_v0, 1: _encode_TxnOffsetCommitRequestTopic_v0, 2: _encode_TxnOffsetCommitRequestTopic_v0, 3: _encode_TxnOffsetCommitRequestTopic_v3, 4: _encode_TxnOffsetCommitRequestTopic_v3, 5: _encode_TxnOffsetCommitRequestTopic_v3, 6: _encode_TxnOffsetCommitRequestTopic_v6}
+TxnOffsetCommitRequestTopic._decoders = {0: _decode_TxnOffsetCommitRequestTopic_v0, 1: _decode_TxnOffsetCommitRequestTopic_v0, 2: _decode_TxnOffsetCommitRequestTopic_v2, 3: _decode_TxnOffsetCommitRequestTopic_v3, 4: _decode_TxnOffsetCommitRequestTopic_v3, 5: _decode_TxnOffsetCommitRequestTopic_v3, 6: _decode_TxnOffsetCommitRequestTopic_v6}
+TxnOffsetCommitRequestTopic._encoders = {0: _encode_TxnOffsetCommitRequestTopic_v0, 1: _encode_TxnOffsetCommitRequestTopic_v0, 2: _encode_TxnOffsetCommitRequestTopic_v2, 3: _encode_TxnOffsetCommitRequestTopic_v3, 4: _encode_TxnOffsetCommitRequestTopic_v3, 5: _encode_TxnOffsetCommitRequestTopic_v3, 6: _encode_TxnOffsetCommitRequestTopic_v6}
 _DEFAULT_TxnOffsetCommitRequestTopic = TxnOffsetCommitRequestTopic()
 
 TxnOffsetCommitRequest.FIELDS = (
@@ -1121,8 +1501,8 @@ TxnOffsetCommitRequest.FIELDS = (
 )
 TxnOffsetCommitRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
 TxnOffsetCommitRequest.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitRequest._decoders = {0: _decode_TxnOffsetCommitRequest_v0, 1: _decode_TxnOffsetCommitRequest_v0, 2: _decode_TxnOffsetCommitRequest_v0, 3: _decode_TxnOffsetCommitRequest_v3, 4: _decode_TxnOffsetCommitRequest_v3, 5: _decode_TxnOffsetCommitRequest_v3, 6: _decode_TxnOffsetCommitRequest_v3}
-TxnOffsetCommitRequest._encoders = {0: _encode_TxnOffsetCommitRequest_v0, 1: _encode_TxnOffsetCommitRequest_v0, 2: _encode_TxnOffsetCommitRequest_v0, 3: _encode_TxnOffsetCommitRequest_v3, 4: _encode_TxnOffsetCommitRequest_v3, 5: _encode_TxnOffsetCommitRequest_v3, 6: _encode_TxnOffsetCommitRequest_v3}
+TxnOffsetCommitRequest._decoders = {0: _decode_TxnOffsetCommitRequest_v0, 1: _decode_TxnOffsetCommitRequest_v0, 2: _decode_TxnOffsetCommitRequest_v2, 3: _decode_TxnOffsetCommitRequest_v3, 4: _decode_TxnOffsetCommitRequest_v3, 5: _decode_TxnOffsetCommitRequest_v3, 6: _decode_TxnOffsetCommitRequest_v6}
+TxnOffsetCommitRequest._encoders = {0: _encode_TxnOffsetCommitRequest_v0, 1: _encode_TxnOffsetCommitRequest_v0, 2: _encode_TxnOffsetCommitRequest_v2, 3: _encode_TxnOffsetCommitRequest_v3, 4: _encode_TxnOffsetCommitRequest_v3, 5: _encode_TxnOffsetCommitRequest_v3, 6: _encode_TxnOffsetCommitRequest_v6}
 TxnOffsetCommitRequest.API_KEY = 28
 TxnOffsetCommitRequest.KIND = 'request'
 TxnOffsetCommitRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
@@ -1154,8 +1534,8 @@ TxnOffsetCommitResponse.FIELDS = (
 )
 TxnOffsetCommitResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
 TxnOffsetCommitResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitResponse._decoders = {0: _decode_TxnOffsetCommitResponse_v0, 1: _decode_TxnOffsetCommitResponse_v0, 2: _decode_TxnOffsetCommitResponse_v0, 3: _decode_TxnOffsetCommitResponse_v3, 4: _decode_TxnOffsetCommitResponse_v3, 5: _decode_TxnOffsetCommitResponse_v3, 6: _decode_TxnOffsetCommitResponse_v3}
-TxnOffsetCommitResponse._encoders = {0: _encode_TxnOffsetCommitResponse_v0, 1: _encode_TxnOffsetCommitResponse_v0, 2: _encode_TxnOffsetCommitResponse_v0, 3: _encode_TxnOffsetCommitResponse_v3, 4: _encode_TxnOffsetCommitResponse_v3, 5: _encode_TxnOffsetCommitResponse_v3, 6: _encode_TxnOffsetCommitResponse_v3}
+TxnOffsetCommitResponse._decoders = {0: _decode_TxnOffsetCommitResponse_v0, 1: _decode_TxnOffsetCommitResponse_v0, 2: _decode_TxnOffsetCommitResponse_v0, 3: _decode_TxnOffsetCommitResponse_v3, 4: _decode_TxnOffsetCommitResponse_v3, 5: _decode_TxnOffsetCommitResponse_v3, 6: _decode_TxnOffsetCommitResponse_v6}
+TxnOffsetCommitResponse._encoders = {0: _encode_TxnOffsetCommitResponse_v0, 1: _encode_TxnOffsetCommitResponse_v0, 2: _encode_TxnOffsetCommitResponse_v0, 3: _encode_TxnOffsetCommitResponse_v3, 4: _encode_TxnOffsetCommitResponse_v3, 5: _encode_TxnOffsetCommitResponse_v3, 6: _encode_TxnOffsetCommitResponse_v6}
 TxnOffsetCommitResponse.API_KEY = 28
 TxnOffsetCommitResponse.KIND = 'response'
 TxnOffsetCommitResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)

@@ -1011,6 +1011,62 @@ def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, out: 
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
+def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
+    o = _new(UpdateMetadataRequestBroker)
+    blen = len(buf)
+    o.v0_host = ''
+    o.v0_port = 0
+    o.id, n = _S2.unpack_from(buf, pos)
+    pos += 8
+    if n < 0:
+        raise _invalid('non-nullable field Endpoints was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Endpoints declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestEndpoint_v3(buf, pos)
+            app(x)
+        o.endpoints = lst
+    n, = _S0.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        o.rack = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field Rack is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('Rack')
+        o.rack = buf[pos:end].decode()
+        pos = end
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, out: bytearray) -> None:
+    out += _S4.pack(o.id)
+    x = o.endpoints
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=3)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestEndpoint_v3(e, out)
+    x = o.rack
+    if x is None:
+        out += b'\xff\xff'
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field Rack is too long', version=3)
+        out += _S0.pack(len(b))
+        out += b
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
+
+
 def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
     o = _new(UpdateMetadataRequestBroker)
     blen = len(buf)
@@ -1168,6 +1224,258 @@ def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, out: bytearray) -
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
+def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
+    o = _new(UpdateMetadataRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.type = 0
+    o.broker_epoch = -1
+    o.topic_states = []
+    o.controller_id, o.controller_epoch, n = _S7.unpack_from(buf, pos)
+    pos += 12
+    if n < 0:
+        raise _invalid('non-nullable field UngroupedPartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app(x)
+        o.ungrouped_partition_states = lst
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field LiveBrokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveBrokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestBroker_v1(buf, pos)
+            app(x)
+        o.live_brokers = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=1)
+    if o.topic_states is None or len(o.topic_states) != 0:
+        raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
+    out += _S2.pack(o.controller_id, o.controller_epoch)
+    x = o.ungrouped_partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
+    x = o.live_brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=1)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestBroker_v1(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 1')
+
+
+def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
+    o = _new(UpdateMetadataRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.type = 0
+    o.broker_epoch = -1
+    o.topic_states = []
+    o.controller_id, o.controller_epoch, n = _S7.unpack_from(buf, pos)
+    pos += 12
+    if n < 0:
+        raise _invalid('non-nullable field UngroupedPartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app(x)
+        o.ungrouped_partition_states = lst
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field LiveBrokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveBrokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
+            app(x)
+        o.live_brokers = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=2)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=2)
+    if o.topic_states is None or len(o.topic_states) != 0:
+        raise FieldNotInVersionError('non-default TopicStates cannot be written', version=2)
+    out += _S2.pack(o.controller_id, o.controller_epoch)
+    x = o.ungrouped_partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=2)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
+    x = o.live_brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=2)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestBroker_v2(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 2')
+
+
+def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
+    o = _new(UpdateMetadataRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.type = 0
+    o.broker_epoch = -1
+    o.topic_states = []
+    o.controller_id, o.controller_epoch, n = _S7.unpack_from(buf, pos)
+    pos += 12
+    if n < 0:
+        raise _invalid('non-nullable field UngroupedPartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app(x)
+        o.ungrouped_partition_states = lst
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field LiveBrokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveBrokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
+            app(x)
+        o.live_brokers = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=3)
+    if o.topic_states is None or len(o.topic_states) != 0:
+        raise FieldNotInVersionError('non-default TopicStates cannot be written', version=3)
+    out += _S2.pack(o.controller_id, o.controller_epoch)
+    x = o.ungrouped_partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=3)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
+    x = o.live_brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=3)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestBroker_v3(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 3')
+
+
+def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
+    o = _new(UpdateMetadataRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.type = 0
+    o.broker_epoch = -1
+    o.topic_states = []
+    o.controller_id, o.controller_epoch, n = _S7.unpack_from(buf, pos)
+    pos += 12
+    if n < 0:
+        raise _invalid('non-nullable field UngroupedPartitionStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestPartitionState_v4(buf, pos)
+            app(x)
+        o.ungrouped_partition_states = lst
+    n, = _S4.unpack_from(buf, pos)
+    pos += 4
+    if n < 0:
+        raise _invalid('non-nullable field LiveBrokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveBrokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
+            app(x)
+        o.live_brokers = lst
+    o.unknown_tagged_fields = ()
+    return o, pos
+
+
+def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=4)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=4)
+    if o.topic_states is None or len(o.topic_states) != 0:
+        raise FieldNotInVersionError('non-default TopicStates cannot be written', version=4)
+    out += _S2.pack(o.controller_id, o.controller_epoch)
+    x = o.ungrouped_partition_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=4)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestPartitionState_v4(e, out)
+    x = o.live_brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=4)
+    else:
+        out += _S4.pack(len(x))
+        for e in x:
+            _encode_UpdateMetadataRequestBroker_v3(e, out)
+    if o.unknown_tagged_fields:
+        raise EncodeError('tagged fields cannot be written in version 4')
+
+
 def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
     o = _new(UpdateMetadataRequest)
     blen = len(buf)
@@ -1197,7 +1505,7 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
+            x, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             app(x)
         o.live_brokers = lst
     o.unknown_tagged_fields = ()
@@ -1225,7 +1533,7 @@ def _encode_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, out: bytearray) -
     else:
         out += _S4.pack(len(x))
         for e in x:
-            _encode_UpdateMetadataRequestBroker_v2(e, out)
+            _encode_UpdateMetadataRequestBroker_v3(e, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1318,6 +1626,108 @@ def _encode_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, out: bytearray) -
     x = o.live_brokers
     if x is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=6)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_UpdateMetadataRequestBroker_v6(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
+    o = _new(UpdateMetadataRequest)
+    blen = len(buf)
+    o.is_k_raft_controller = False
+    o.type = 0
+    o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = _S9.unpack_from(buf, pos)
+    pos += 16
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicStates was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array TopicStates declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
+            app(x)
+        o.topic_states = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field LiveBrokers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array LiveBrokers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
+            app(x)
+        o.live_brokers = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if tag in (0,):
+                raise _invalid(f'tag {tag} is not valid in version 7')
+            else:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, out: bytearray) -> None:
+    if o.is_k_raft_controller != False:
+        raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=7)
+    if o.type != 0:
+        raise FieldNotInVersionError('non-default Type cannot be written', version=7)
+    if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
+        raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=7)
+    out += _S9.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    x = o.topic_states
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=7)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_UpdateMetadataRequestTopicState_v7(e, out)
+    x = o.live_brokers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=7)
     else:
         m = len(x) + 1
         if m < 0x80:
@@ -1534,8 +1944,8 @@ UpdateMetadataRequestBroker.FIELDS = (
 )
 UpdateMetadataRequestBroker.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 UpdateMetadataRequestBroker.STRUCT_VERSIONS = VersionSet.parse('0-8')
-UpdateMetadataRequestBroker._decoders = {0: _decode_UpdateMetadataRequestBroker_v0, 1: _decode_UpdateMetadataRequestBroker_v1, 2: _decode_UpdateMetadataRequestBroker_v2, 3: _decode_UpdateMetadataRequestBroker_v2, 4: _decode_UpdateMetadataRequestBroker_v2, 5: _decode_UpdateMetadataRequestBroker_v2, 6: _decode_UpdateMetadataRequestBroker_v6, 7: _decode_UpdateMetadataRequestBroker_v6, 8: _decode_UpdateMetadataRequestBroker_v6}
-UpdateMetadataRequestBroker._encoders = {0: _encode_UpdateMetadataRequestBroker_v0, 1: _encode_UpdateMetadataRequestBroker_v1, 2: _encode_UpdateMetadataRequestBroker_v2, 3: _encode_UpdateMetadataRequestBroker_v2, 4: _encode_UpdateMetadataRequestBroker_v2, 5: _encode_UpdateMetadataRequestBroker_v2, 6: _encode_UpdateMetadataRequestBroker_v6, 7: _encode_UpdateMetadataRequestBroker_v6, 8: _encode_UpdateMetadataRequestBroker_v6}
+UpdateMetadataRequestBroker._decoders = {0: _decode_UpdateMetadataRequestBroker_v0, 1: _decode_UpdateMetadataRequestBroker_v1, 2: _decode_UpdateMetadataRequestBroker_v2, 3: _decode_UpdateMetadataRequestBroker_v3, 4: _decode_UpdateMetadataRequestBroker_v3, 5: _decode_UpdateMetadataRequestBroker_v3, 6: _decode_UpdateMetadataRequestBroker_v6, 7: _decode_UpdateMetadataRequestBroker_v6, 8: _decode_UpdateMetadataRequestBroker_v6}
+UpdateMetadataRequestBroker._encoders = {0: _encode_UpdateMetadataRequestBroker_v0, 1: _encode_UpdateMetadataRequestBroker_v1, 2: _encode_UpdateMetadataRequestBroker_v2, 3: _encode_UpdateMetadataRequestBroker_v3, 4: _encode_UpdateMetadataRequestBroker_v3, 5: _encode_UpdateMetadataRequestBroker_v3, 6: _encode_UpdateMetadataRequestBroker_v6, 7: _encode_UpdateMetadataRequestBroker_v6, 8: _encode_UpdateMetadataRequestBroker_v6}
 _DEFAULT_UpdateMetadataRequestBroker = UpdateMetadataRequestBroker()
 
 UpdateMetadataRequest.FIELDS = (
@@ -1550,8 +1960,8 @@ UpdateMetadataRequest.FIELDS = (
 )
 UpdateMetadataRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
 UpdateMetadataRequest.STRUCT_VERSIONS = VersionSet.parse('0-8')
-UpdateMetadataRequest._decoders = {0: _decode_UpdateMetadataRequest_v0, 1: _decode_UpdateMetadataRequest_v0, 2: _decode_UpdateMetadataRequest_v0, 3: _decode_UpdateMetadataRequest_v0, 4: _decode_UpdateMetadataRequest_v0, 5: _decode_UpdateMetadataRequest_v5, 6: _decode_UpdateMetadataRequest_v6, 7: _decode_UpdateMetadataRequest_v6, 8: _decode_UpdateMetadataRequest_v8}
-UpdateMetadataRequest._encoders = {0: _encode_UpdateMetadataRequest_v0, 1: _encode_UpdateMetadataRequest_v0, 2: _encode_UpdateMetadataRequest_v0, 3: _encode_UpdateMetadataRequest_v0, 4: _encode_UpdateMetadataRequest_v0, 5: _encode_UpdateMetadataRequest_v5, 6: _encode_UpdateMetadataRequest_v6, 7: _encode_UpdateMetadataRequest_v6, 8: _encode_UpdateMetadataRequest_v8}
+UpdateMetadataRequest._decoders = {0: _decode_UpdateMetadataRequest_v0, 1: _decode_UpdateMetadataRequest_v1, 2: _decode_UpdateMetadataRequest_v2, 3: _decode_UpdateMetadataRequest_v3, 4: _decode_UpdateMetadataRequest_v4, 5: _decode_UpdateMetadataRequest_v5, 6: _decode_UpdateMetadataRequest_v6, 7: _decode_UpdateMetadataRequest_v7, 8: _decode_UpdateMetadataRequest_v8}
+UpdateMetadataRequest._encoders = {0: _encode_UpdateMetadataRequest_v0, 1: _encode_UpdateMetadataRequest_v1, 2: _encode_UpdateMetadataRequest_v2, 3: _encode_UpdateMetadataRequest_v3, 4: _encode_UpdateMetadataRequest_v4, 5: _encode_UpdateMetadataRequest_v5, 6: _encode_UpdateMetadataRequest_v6, 7: _encode_UpdateMetadataRequest_v7, 8: _encode_UpdateMetadataRequest_v8}
 UpdateMetadataRequest.API_KEY = 6
 UpdateMetadataRequest.KIND = 'request'
 UpdateMetadataRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8)

@@ -344,6 +344,184 @@ def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, out: bytearray) -> 
         out.append(0)
 
 
+def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTopicData, int]:
+    o = _new(VoteRequestTopicData)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_VoteRequestPartitionData_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_VoteRequestPartitionData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTopicData, int]:
+    o = _new(VoteRequestTopicData)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field TopicName was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field TopicName is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('TopicName')
+        o.topic_name = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_VoteRequestPartitionData_v2(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, out: bytearray) -> None:
+    x = o.topic_name
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field TopicName is too long', version=2)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_VoteRequestPartitionData_v2(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_VoteRequest_v0(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
     o = _new(VoteRequest)
     blen = len(buf)
@@ -469,7 +647,7 @@ def _decode_VoteRequest_v1(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
         lst = []
         app = lst.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestTopicData_v0(buf, pos)
+            x, pos = _decode_VoteRequestTopicData_v1(buf, pos)
             app(x)
         o.topics = lst
     n = buf[pos]
@@ -519,7 +697,99 @@ def _encode_VoteRequest_v1(o: VoteRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e in x:
-            _encode_VoteRequestTopicData_v0(e, out)
+            _encode_VoteRequestTopicData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_VoteRequest_v2(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
+    o = _new(VoteRequest)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        o.cluster_id = None
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field ClusterId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('ClusterId')
+        o.cluster_id = buf[pos:end].decode()
+        pos = end
+    o.voter_id, = _S3.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_VoteRequestTopicData_v2(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_VoteRequest_v2(o: VoteRequest, out: bytearray) -> None:
+    x = o.cluster_id
+    if x is None:
+        out.append(0)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    out += _S3.pack(o.voter_id)
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_VoteRequestTopicData_v2(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -904,8 +1174,8 @@ VoteRequestTopicData.FIELDS = (
 )
 VoteRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 VoteRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteRequestTopicData._decoders = {0: _decode_VoteRequestTopicData_v0, 1: _decode_VoteRequestTopicData_v0, 2: _decode_VoteRequestTopicData_v0}
-VoteRequestTopicData._encoders = {0: _encode_VoteRequestTopicData_v0, 1: _encode_VoteRequestTopicData_v0, 2: _encode_VoteRequestTopicData_v0}
+VoteRequestTopicData._decoders = {0: _decode_VoteRequestTopicData_v0, 1: _decode_VoteRequestTopicData_v1, 2: _decode_VoteRequestTopicData_v2}
+VoteRequestTopicData._encoders = {0: _encode_VoteRequestTopicData_v0, 1: _encode_VoteRequestTopicData_v1, 2: _encode_VoteRequestTopicData_v2}
 _DEFAULT_VoteRequestTopicData = VoteRequestTopicData()
 
 VoteRequest.FIELDS = (
@@ -915,8 +1185,8 @@ VoteRequest.FIELDS = (
 )
 VoteRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 VoteRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteRequest._decoders = {0: _decode_VoteRequest_v0, 1: _decode_VoteRequest_v1, 2: _decode_VoteRequest_v1}
-VoteRequest._encoders = {0: _encode_VoteRequest_v0, 1: _encode_VoteRequest_v1, 2: _encode_VoteRequest_v1}
+VoteRequest._decoders = {0: _decode_VoteRequest_v0, 1: _decode_VoteRequest_v1, 2: _decode_VoteRequest_v2}
+VoteRequest._encoders = {0: _encode_VoteRequest_v0, 1: _encode_VoteRequest_v1, 2: _encode_VoteRequest_v2}
 VoteRequest.API_KEY = 52
 VoteRequest.KIND = 'request'
 VoteRequest.VERSIONS = (0, 1, 2)

@@ -350,6 +350,70 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v0(o: WriteShareGroupState
         out.append(0)
 
 
+def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestWriteStateData, int]:
+    o = _new(WriteShareGroupStateRequestWriteStateData)
+    blen = len(buf)
+    u_topic_id_raw, = _S3.unpack_from(buf, pos)
+    pos += 16
+    o.topic_id = UUID(bytes=u_topic_id_raw)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Partitions was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Partitions declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_WriteShareGroupStateRequestPartitionData_v1(buf, pos)
+            app(x)
+        o.partitions = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_WriteShareGroupStateRequestWriteStateData_v1(o: WriteShareGroupStateRequestWriteStateData, out: bytearray) -> None:
+    out += _S3.pack(o.topic_id.bytes)
+    x = o.partitions
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_WriteShareGroupStateRequestPartitionData_v1(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
     o = _new(WriteShareGroupStateRequest)
     blen = len(buf)
@@ -433,6 +497,95 @@ def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, out: 
             _write_uvarint(out, m)
         for e in x:
             _encode_WriteShareGroupStateRequestWriteStateData_v0(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
+def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
+    o = _new(WriteShareGroupStateRequest)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field GroupId was null')
+    else:
+        if n > 0x7FFF:
+            raise _invalid('string field GroupId is too long')
+        end = pos + n
+        if end > blen:
+            raise _truncated('GroupId')
+        o.group_id = buf[pos:end].decode()
+        pos = end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Topics was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Topics declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_WriteShareGroupStateRequestWriteStateData_v1(buf, pos)
+            app(x)
+        o.topics = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, out: bytearray) -> None:
+    x = o.group_id
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
+    else:
+        b = x.encode()
+        if len(b) > 0x7FFF:
+            raise ValueOutOfRangeError('string field GroupId is too long', version=1)
+        m = len(b) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        out += b
+    x = o.topics
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_WriteShareGroupStateRequestWriteStateData_v1(e, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -659,8 +812,8 @@ WriteShareGroupStateRequestWriteStateData.FIELDS = (
 )
 WriteShareGroupStateRequestWriteStateData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 WriteShareGroupStateRequestWriteStateData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateRequestWriteStateData._decoders = {0: _decode_WriteShareGroupStateRequestWriteStateData_v0, 1: _decode_WriteShareGroupStateRequestWriteStateData_v0}
-WriteShareGroupStateRequestWriteStateData._encoders = {0: _encode_WriteShareGroupStateRequestWriteStateData_v0, 1: _encode_WriteShareGroupStateRequestWriteStateData_v0}
+WriteShareGroupStateRequestWriteStateData._decoders = {0: _decode_WriteShareGroupStateRequestWriteStateData_v0, 1: _decode_WriteShareGroupStateRequestWriteStateData_v1}
+WriteShareGroupStateRequestWriteStateData._encoders = {0: _encode_WriteShareGroupStateRequestWriteStateData_v0, 1: _encode_WriteShareGroupStateRequestWriteStateData_v1}
 _DEFAULT_WriteShareGroupStateRequestWriteStateData = WriteShareGroupStateRequestWriteStateData()
 
 WriteShareGroupStateRequest.FIELDS = (
@@ -669,8 +822,8 @@ WriteShareGroupStateRequest.FIELDS = (
 )
 WriteShareGroupStateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 WriteShareGroupStateRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateRequest._decoders = {0: _decode_WriteShareGroupStateRequest_v0, 1: _decode_WriteShareGroupStateRequest_v0}
-WriteShareGroupStateRequest._encoders = {0: _encode_WriteShareGroupStateRequest_v0, 1: _encode_WriteShareGroupStateRequest_v0}
+WriteShareGroupStateRequest._decoders = {0: _decode_WriteShareGroupStateRequest_v0, 1: _decode_WriteShareGroupStateRequest_v1}
+WriteShareGroupStateRequest._encoders = {0: _encode_WriteShareGroupStateRequest_v0, 1: _encode_WriteShareGroupStateRequest_v1}
 WriteShareGroupStateRequest.API_KEY = 85
 WriteShareGroupStateRequest.KIND = 'request'
 WriteShareGroupStateRequest.VERSIONS = (0, 1)

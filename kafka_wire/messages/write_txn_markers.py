@@ -515,6 +515,66 @@ def _encode_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, out: bytearray)
         out.append(0)
 
 
+def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
+    o = _new(WriteTxnMarkersRequest)
+    blen = len(buf)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    n -= 1
+    if n < 0:
+        raise _invalid('non-nullable field Markers was null')
+    else:
+        if n > blen - pos:
+            raise _invalid('array Markers declares more elements than bytes remain')
+        lst = []
+        app = lst.append
+        for _ in range(n):
+            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf, pos)
+            app(x)
+        o.markers = lst
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+    if n == 0:
+        o.unknown_tagged_fields = ()
+    else:
+        unknown = []
+        for _ in range(n):
+            tag, pos = _read_uvarint(buf, pos)
+            size, pos = _read_uvarint(buf, pos)
+            if True:
+                end = pos + size
+                if end > blen:
+                    raise _truncated('a tagged field')
+                unknown.append((tag, buf[pos:end]))
+                pos = end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _encode_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, out: bytearray) -> None:
+    x = o.markers
+    if x is None:
+        raise ValueOutOfRangeError('non-nullable field Markers is None', version=2)
+    else:
+        m = len(x) + 1
+        if m < 0x80:
+            out.append(m)
+        else:
+            _write_uvarint(out, m)
+        for e in x:
+            _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(e, out)
+    if o.unknown_tagged_fields:
+        _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
+    else:
+        out.append(0)
+
+
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, int]:
     o = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
     blen = len(buf)
@@ -924,8 +984,8 @@ WriteTxnMarkersRequest.FIELDS = (
 )
 WriteTxnMarkersRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
 WriteTxnMarkersRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersRequest._decoders = {0: _decode_WriteTxnMarkersRequest_v0, 1: _decode_WriteTxnMarkersRequest_v1, 2: _decode_WriteTxnMarkersRequest_v1}
-WriteTxnMarkersRequest._encoders = {0: _encode_WriteTxnMarkersRequest_v0, 1: _encode_WriteTxnMarkersRequest_v1, 2: _encode_WriteTxnMarkersRequest_v1}
+WriteTxnMarkersRequest._decoders = {0: _decode_WriteTxnMarkersRequest_v0, 1: _decode_WriteTxnMarkersRequest_v1, 2: _decode_WriteTxnMarkersRequest_v2}
+WriteTxnMarkersRequest._encoders = {0: _encode_WriteTxnMarkersRequest_v0, 1: _encode_WriteTxnMarkersRequest_v1, 2: _encode_WriteTxnMarkersRequest_v2}
 WriteTxnMarkersRequest.API_KEY = 27
 WriteTxnMarkersRequest.KIND = 'request'
 WriteTxnMarkersRequest.VERSIONS = (0, 1, 2)
