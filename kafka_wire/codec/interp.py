@@ -12,7 +12,14 @@ import struct
 from typing import Any
 from uuid import UUID
 
-from kafka_wire.codec.runtime import MAX_STRING_BYTES, FieldSpec, Struct, TaggedFields, write_tagged, write_uvarint
+from kafka_wire.codec.runtime import (
+    MAX_STRING_BYTES,
+    FieldSpec,
+    Struct,
+    TaggedFields,
+    write_tagged,
+    write_uvarint,
+)
 from kafka_wire.errors import (
     DecodeError,
     EncodeError,
@@ -206,9 +213,9 @@ def encode(obj: Struct, version: int, out: bytearray) -> None:
 def is_default(f: FieldSpec, value: Any) -> bool:
     """Kafka's "this field holds its default" test (used for absent and tagged fields)."""
     default = f.default()
-    if default is None or f.kind == "records":
+    if default is None:
         return value is None
-    if f.kind in ("array", "bytes"):
+    if f.kind in ("array", "bytes", "records"):
         return value is not None and len(value) == 0
     return bool(value == default)
 
@@ -317,7 +324,7 @@ def _encode_blob(kind: str, value: Any, flexible: bool, out: bytearray, path: Pa
         if not isinstance(value, str):
             raise ValueOutOfRangeError(f"expected a str, got {type(value).__name__}", path=path)
         try:
-            data: bytes | memoryview = value.encode()
+            data: bytes | bytearray | memoryview = value.encode()
         except UnicodeEncodeError as exc:
             raise ValueOutOfRangeError(f"not encodable as UTF-8: {exc.reason}", path=path) from None
         if len(data) > MAX_STRING_BYTES:

@@ -112,10 +112,8 @@ def error_code_module() -> str:
         w.line("@classmethod")
         with w.block("def lookup(cls, code: int) -> ErrorCode | int:"):
             w.line('"""The member for ``code``, or ``code`` itself when the table does not know it."""')
-            with w.block("try:"):
-                w.line("return cls(code)")
-            with w.block("except ValueError:"):
-                w.line("return code")
+            w.line("member = cls._value2member_map_.get(code)")
+            w.line("return member if isinstance(member, cls) else code")
     return w.text()
 
 
@@ -132,12 +130,10 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line("from dataclasses import dataclass")
     w.line()
     w.line("from kafka_wire.codec.runtime import Message")
-    w.line("from kafka_wire.messages.api_key import ApiKey")
-    w.line("from kafka_wire.messages.error_code import ErrorCode")
-    names: list[str] = ["ApiInfo", "ApiKey", "ErrorCode", "catalog", "REQUESTS", "RESPONSES", "HEADERS", "DATA"]
-    for mod, classes in exports:
+    names: list[str] = ["ApiInfo", "catalog", "REQUESTS", "RESPONSES", "HEADERS", "DATA"]
+    for mod, classes in sorted([*exports, ("api_key", ["ApiKey"]), ("error_code", ["ErrorCode"])]):
         w.line(f"from kafka_wire.messages.{mod} import (")
-        for c in classes:
+        for c in sorted(classes, key=lambda c: (c.lower(), c)):
             w.line(f"    {c},")
         w.line(")")
         names += classes
@@ -177,7 +173,8 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line()
     w.line()
     with w.block("__all__ = ["):
-        for n in sorted(names):
+        # isort-style: CONSTANTS, then Classes, then functions
+        for n in sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n)):
             w.line(f"{n!r},")
     w.line("]")
     return w.text()

@@ -9,11 +9,12 @@ with one precompiled ``struct.Struct``.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass
 
 from kafka_wire.codegen.writer import SourceWriter
 from kafka_wire.errors import SchemaError
-from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct, WireType
+from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
 
 STRUCT_CHARS: dict[str, str] = {
     "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
@@ -69,7 +70,7 @@ def default_literal(field: Field, classes: dict[str, str]) -> str | None:
     if kind == "bytes":
         return 'b""'
     if kind == "records":
-        return "None"
+        return "None" if field.nullable else 'b""'
     return None  # arrays and structs
 
 
@@ -87,14 +88,16 @@ def fresh_default(field: Field, classes: dict[str, str]) -> str:
 def nondefault_check(field: Field, value: str, classes: dict[str, str]) -> str:
     """An expression that is true when ``value`` is not the field's default (Kafka's rule)."""
     kind = field.type.kind
-    if field.default == "null" or kind == "records":
+    if field.default == "null" or (kind == "records" and field.nullable):
         return f"{value} is not None"
-    if kind in ("array", "bytes"):
+    if kind in ("array", "bytes", "records"):
         return f"{value} is None or len({value}) != 0"
     if kind == "struct":
         assert field.type.struct is not None
         return f"{value} != _DEFAULT_{classes[field.type.struct]}"
     lit = default_literal(field, classes)
+    if kind == "bool":
+        return f"not {value}" if lit == "True" else f"bool({value})"
     return f"{value} != {lit}"
 
 
@@ -243,7 +246,12 @@ class ModuleEmitter:
             else:
                 w.line("o.unknown_tagged_fields = ()")
             w.line("return o, pos")
-        return w.text()
+        text = w.text()
+        # Drop the buffer-length and memoryview locals when nothing reads them.
+        for local in ("blen", "mv"):
+            if text.count(f"{local}") == 1 or len(re.findall(rf"\b{local}\b", text)) == 1:
+                text = re.sub(rf"\n *{local} = [^\n]*", "", text, count=1)
+        return text
 
     def read_length(self, w: SourceWriter, flexible: bool, kind: str) -> None:
         if flexible:
@@ -308,6 +316,7 @@ class ModuleEmitter:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
+        p = f.py_name
         if ek in STRUCT_CHARS and ek != "uuid":
             size = FIXED_WIDTH[ek]
             with w.block(f"if n * {size} > blen - pos:"):
@@ -317,14 +326,14 @@ class ModuleEmitter:
             return
         with w.block("if n > blen - pos:"):
             w.line(f"raise _invalid('array {f.name} declares more elements than bytes remain')")
-        w.line("lst = []")
-        w.line("app = lst.append")
+        w.line(f"lst_{p}: list[{self.elem_type(f)}] = []")
+        w.line(f"app_{p} = lst_{p}.append")
         with w.block("for _ in range(n):"):
             if ek == "uuid":
                 w.line("end = pos + 16")
                 with w.block("if end > blen:"):
                     w.line(f"raise _truncated('{f.name}')")
-                w.line("app(UUID(bytes=buf[pos:end]))")
+                w.line(f"app_{p}(UUID(bytes=buf[pos:end]))")
                 w.line("pos = end")
             elif ek in ("string", "bytes"):
                 self.read_length_elem(w, flexible, ek)
@@ -336,14 +345,19 @@ class ModuleEmitter:
                 w.line("end = pos + n2")
                 with w.block("if end > blen:"):
                     w.line(f"raise _truncated('{f.name}')")
-                w.line("app(buf[pos:end].decode())" if ek == "string" else "app(buf[pos:end])")
+                w.line(f"app_{p}(buf[pos:end].decode())" if ek == "string" else f"app_{p}(buf[pos:end])")
                 w.line("pos = end")
             elif ek == "struct":
-                w.line(f"x, pos = {self.fn_ref(f.type.struct, v)}(buf, pos)")
-                w.line("app(x)")
+                w.line(f"x_{p}, pos = {self.fn_ref(f.type.struct, v)}(buf, pos)")
+                w.line(f"app_{p}(x_{p})")
             else:
                 raise SchemaError(f"arrays of {ek} are not supported")
-        w.line(f"{target} = lst")
+        w.line(f"{target} = lst_{p}")
+
+    def elem_type(self, f: Field) -> str:
+        elem = f.type.element
+        assert elem is not None
+        return self.msg_classes[f.type.struct] if f.type.struct else PY_TYPES[elem.kind]
 
     def read_length_elem(self, w: SourceWriter, flexible: bool, kind: str) -> None:
         if flexible:
@@ -463,6 +477,7 @@ class ModuleEmitter:
     def write_value(self, w: SourceWriter, msg: Message, f: Field, v: int, value: str, flexible: bool,
                     out: str) -> None:  # fmt: skip
         kind = f.type.kind
+        p = f.py_name
         if kind in STRUCT_CHARS:
             c = STRUCT_CHARS[kind]
             packed = f"{value}.bytes" if c == "16s" else value
@@ -471,17 +486,17 @@ class ModuleEmitter:
         if kind == "struct":
             fn = self.fn_ref(f.type.struct, v, encode=True)
             if f.is_nullable(v):
-                w.line(f"x = {value}")
-                with w.block("if x is None:"):
+                w.line(f"x_{p} = {value}")
+                with w.block(f"if x_{p} is None:"):
                     w.line(f"{out}.append(0xFF)")
                 with w.block("else:"):
                     w.line(f"{out}.append(1)")
-                    w.line(f"{fn}(x, {out})")
+                    w.line(f"{fn}(x_{p}, {out})")
             else:
                 w.line(f"{fn}({value}, {out})")
             return
-        w.line(f"x = {value}")
-        with w.block("if x is None:"):
+        w.line(f"x_{p} = {value}")
+        with w.block(f"if x_{p} is None:"):
             if f.is_nullable(v):
                 self.write_null(w, flexible, kind, out)
             else:
@@ -491,44 +506,45 @@ class ModuleEmitter:
                 self.write_array_body(w, f, v, flexible, out)
                 return
             if kind == "string":
-                w.line("b = x.encode()")
-                with w.block("if len(b) > 0x7FFF:"):
+                w.line(f"b_{p} = x_{p}.encode()")
+                with w.block(f"if len(b_{p}) > 0x7FFF:"):
                     w.line(f"raise ValueOutOfRangeError('string field {f.name} is too long', version={v})")
             else:
-                w.line("b = x")
-            self.write_length(w, flexible, kind, "len(b)", out)
-            w.line(f"{out} += b")
+                w.line(f"b_{p} = x_{p}")
+            self.write_length(w, flexible, kind, f"len(b_{p})", out)
+            w.line(f"{out} += b_{p}")
 
     def write_array_body(self, w: SourceWriter, f: Field, v: int, flexible: bool, out: str) -> None:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
+        p = f.py_name
         if ek in STRUCT_CHARS and ek != "uuid":
             c = STRUCT_CHARS[ek]
             if flexible:
-                self.write_length(w, True, "array", "len(x)", out)
-                w.line(f"{out} += _pack(f'>{{len(x)}}{c}', *x)")
+                self.write_length(w, True, "array", f"len(x_{p})", out)
+                w.line(f"{out} += _pack(f'>{{len(x_{p})}}{c}', *x_{p})")
             else:
-                w.line(f"{out} += _pack(f'>i{{len(x)}}{c}', len(x), *x)")
+                w.line(f"{out} += _pack(f'>i{{len(x_{p})}}{c}', len(x_{p}), *x_{p})")
             return
-        self.write_length(w, flexible, "array", "len(x)", out)
+        self.write_length(w, flexible, "array", f"len(x_{p})", out)
         if ek == "uuid":
-            with w.block("for e in x:"):
-                w.line(f"{out} += e.bytes")
+            with w.block(f"for e_{p} in x_{p}:"):
+                w.line(f"{out} += e_{p}.bytes")
         elif ek in ("string", "bytes"):
-            with w.block("for e in x:"):
+            with w.block(f"for e_{p} in x_{p}:"):
                 if ek == "string":
-                    w.line("b = e.encode()")
-                    with w.block("if len(b) > 0x7FFF:"):
+                    w.line(f"b_{p} = e_{p}.encode()")
+                    with w.block(f"if len(b_{p}) > 0x7FFF:"):
                         w.line(f"raise ValueOutOfRangeError('string in {f.name} is too long', version={v})")
                 else:
-                    w.line("b = e")
-                self.write_length(w, flexible, ek, "len(b)", out)
-                w.line(f"{out} += b")
+                    w.line(f"b_{p} = e_{p}")
+                self.write_length(w, flexible, ek, f"len(b_{p})", out)
+                w.line(f"{out} += b_{p}")
         elif ek == "struct":
             fn = self.fn_ref(f.type.struct, v, encode=True)
-            with w.block("for e in x:"):
-                w.line(f"{fn}(e, {out})")
+            with w.block(f"for e_{p} in x_{p}:"):
+                w.line(f"{fn}(e_{p}, {out})")
         else:
             raise SchemaError(f"arrays of {ek} are not supported")
 
@@ -694,6 +710,4 @@ def _tidy_imports(text: str) -> str:
 
 
 def _uses(body: str, name: str) -> bool:
-    import re
-
     return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", body) is not None

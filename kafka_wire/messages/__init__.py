@@ -9,704 +9,568 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_wire.codec.runtime import Message
-from kafka_wire.messages.api_key import ApiKey
-from kafka_wire.messages.error_code import ErrorCode
-from kafka_wire.messages.produce import (
-    ProduceRequestPartitionProduceData,
-    ProduceRequestTopicProduceData,
-    ProduceRequest,
-    ProduceResponseBatchIndexAndErrorMessage,
-    ProduceResponseLeaderIdAndEpoch,
-    ProduceResponsePartitionProduceResponse,
-    ProduceResponseTopicProduceResponse,
-    ProduceResponseNodeEndpoint,
-    ProduceResponse,
-)
-from kafka_wire.messages.fetch import (
-    FetchRequestReplicaState,
-    FetchRequestPartition,
-    FetchRequestTopic,
-    FetchRequestForgottenTopic,
-    FetchRequest,
-    FetchResponseEpochEndOffset,
-    FetchResponseLeaderIdAndEpoch,
-    FetchResponseSnapshotId,
-    FetchResponseAbortedTransaction,
-    FetchResponsePartitionData,
-    FetchResponseFetchableTopicResponse,
-    FetchResponseNodeEndpoint,
-    FetchResponse,
-)
-from kafka_wire.messages.list_offsets import (
-    ListOffsetsRequestPartition,
-    ListOffsetsRequestTopic,
-    ListOffsetsRequest,
-    ListOffsetsResponsePartitionResponse,
-    ListOffsetsResponseTopicResponse,
-    ListOffsetsResponse,
-)
-from kafka_wire.messages.metadata import (
-    MetadataRequestTopic,
-    MetadataRequest,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-    MetadataResponse,
-)
-from kafka_wire.messages.leader_and_isr import (
-    LeaderAndIsrRequestPartitionState,
-    LeaderAndIsrRequestTopicState,
-    LeaderAndIsrRequestLiveLeader,
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponsePartitionError,
-    LeaderAndIsrResponseTopicError,
-    LeaderAndIsrResponse,
-)
-from kafka_wire.messages.stop_replica import (
-    StopReplicaRequestPartitionState,
-    StopReplicaRequestTopicState,
-    StopReplicaRequestTopicV1,
-    StopReplicaRequestPartitionV0,
-    StopReplicaRequest,
-    StopReplicaResponsePartitionError,
-    StopReplicaResponse,
-)
-from kafka_wire.messages.update_metadata import (
-    UpdateMetadataRequestPartitionState,
-    UpdateMetadataRequestTopicState,
-    UpdateMetadataRequestEndpoint,
-    UpdateMetadataRequestBroker,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
-)
-from kafka_wire.messages.controlled_shutdown import (
-    ControlledShutdownRequest,
-    ControlledShutdownResponseRemainingPartition,
-    ControlledShutdownResponse,
-)
-from kafka_wire.messages.offset_commit import (
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitRequest,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetCommitResponse,
-)
-from kafka_wire.messages.offset_fetch import (
-    OffsetFetchRequestTopics,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-    OffsetFetchRequest,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopics,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponse,
-)
-from kafka_wire.messages.find_coordinator import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponseCoordinator,
-    FindCoordinatorResponse,
-)
-from kafka_wire.messages.join_group import (
-    JoinGroupRequestProtocol,
-    JoinGroupRequest,
-    JoinGroupResponseMember,
-    JoinGroupResponse,
-)
-from kafka_wire.messages.heartbeat import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-)
-from kafka_wire.messages.leave_group import (
-    LeaveGroupRequestMemberIdentity,
-    LeaveGroupRequest,
-    LeaveGroupResponseMemberResponse,
-    LeaveGroupResponse,
-)
-from kafka_wire.messages.sync_group import (
-    SyncGroupRequestAssignment,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
-from kafka_wire.messages.describe_groups import (
-    DescribeGroupsRequest,
-    DescribeGroupsResponseDescribedGroupMember,
-    DescribeGroupsResponseDescribedGroup,
-    DescribeGroupsResponse,
-)
-from kafka_wire.messages.list_groups import (
-    ListGroupsRequest,
-    ListGroupsResponseListedGroup,
-    ListGroupsResponse,
-)
-from kafka_wire.messages.sasl_handshake import (
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
-from kafka_wire.messages.api_versions import (
-    ApiVersionsRequest,
-    ApiVersionsResponseApiVersion,
-    ApiVersionsResponseSupportedFeatureKey,
-    ApiVersionsResponseFinalizedFeatureKey,
-    ApiVersionsResponse,
-)
-from kafka_wire.messages.create_topics import (
-    CreateTopicsRequestCreatableReplicaAssignment,
-    CreateTopicsRequestCreatableTopicConfig,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsRequest,
-    CreateTopicsResponseCreatableTopicConfigs,
-    CreateTopicsResponseCreatableTopicResult,
-    CreateTopicsResponse,
-)
-from kafka_wire.messages.delete_topics import (
-    DeleteTopicsRequestDeleteTopicState,
-    DeleteTopicsRequest,
-    DeleteTopicsResponseDeletableTopicResult,
-    DeleteTopicsResponse,
-)
-from kafka_wire.messages.delete_records import (
-    DeleteRecordsRequestPartition,
-    DeleteRecordsRequestTopic,
-    DeleteRecordsRequest,
-    DeleteRecordsResponsePartitionResult,
-    DeleteRecordsResponseTopicResult,
-    DeleteRecordsResponse,
-)
-from kafka_wire.messages.init_producer_id import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
-from kafka_wire.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
-    OffsetForLeaderEpochRequestOffsetForLeaderTopic,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponseEpochEndOffset,
-    OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
-    OffsetForLeaderEpochResponse,
-)
-from kafka_wire.messages.add_partitions_to_txn import (
-    AddPartitionsToTxnRequestTopic,
-    AddPartitionsToTxnRequestTransaction,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponsePartitionResult,
-    AddPartitionsToTxnResponseTopicResult,
-    AddPartitionsToTxnResponseResult,
-    AddPartitionsToTxnResponse,
+from kafka_wire.messages.aborted_txn import (
+    AbortedTxn,
 )
 from kafka_wire.messages.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
 )
-from kafka_wire.messages.end_txn import (
-    EndTxnRequest,
-    EndTxnResponse,
+from kafka_wire.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnRequestTransaction,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponsePartitionResult,
+    AddPartitionsToTxnResponseResult,
+    AddPartitionsToTxnResponseTopicResult,
 )
-from kafka_wire.messages.write_txn_markers import (
-    WriteTxnMarkersRequestWritableTxnMarkerTopic,
-    WriteTxnMarkersRequestWritableTxnMarker,
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponseWritableTxnMarkerPartitionResult,
-    WriteTxnMarkersResponseWritableTxnMarkerTopicResult,
-    WriteTxnMarkersResponseWritableTxnMarkerResult,
-    WriteTxnMarkersResponse,
-)
-from kafka_wire.messages.txn_offset_commit import (
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-    TxnOffsetCommitResponse,
-)
-from kafka_wire.messages.describe_acls import (
-    DescribeAclsRequest,
-    DescribeAclsResponseAclDescription,
-    DescribeAclsResponseResource,
-    DescribeAclsResponse,
-)
-from kafka_wire.messages.create_acls import (
-    CreateAclsRequestAclCreation,
-    CreateAclsRequest,
-    CreateAclsResponseAclCreationResult,
-    CreateAclsResponse,
-)
-from kafka_wire.messages.delete_acls import (
-    DeleteAclsRequestFilter,
-    DeleteAclsRequest,
-    DeleteAclsResponseMatchingAcl,
-    DeleteAclsResponseFilterResult,
-    DeleteAclsResponse,
-)
-from kafka_wire.messages.describe_configs import (
-    DescribeConfigsRequestResource,
-    DescribeConfigsRequest,
-    DescribeConfigsResponseSynonym,
-    DescribeConfigsResponseResourceResult,
-    DescribeConfigsResponseResult,
-    DescribeConfigsResponse,
-)
-from kafka_wire.messages.alter_configs import (
-    AlterConfigsRequestAlterableConfig,
-    AlterConfigsRequestResource,
-    AlterConfigsRequest,
-    AlterConfigsResponseResourceResponse,
-    AlterConfigsResponse,
-)
-from kafka_wire.messages.alter_replica_log_dirs import (
-    AlterReplicaLogDirsRequestAlterReplicaLogDirTopic,
-    AlterReplicaLogDirsRequestAlterReplicaLogDir,
-    AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult,
-    AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult,
-    AlterReplicaLogDirsResponse,
-)
-from kafka_wire.messages.describe_log_dirs import (
-    DescribeLogDirsRequestDescribableLogDirTopic,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponsePartition,
-    DescribeLogDirsResponseTopic,
-    DescribeLogDirsResponseResult,
-    DescribeLogDirsResponse,
-)
-from kafka_wire.messages.sasl_authenticate import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-)
-from kafka_wire.messages.create_partitions import (
-    CreatePartitionsRequestAssignment,
-    CreatePartitionsRequestTopic,
-    CreatePartitionsRequest,
-    CreatePartitionsResponseTopicResult,
-    CreatePartitionsResponse,
-)
-from kafka_wire.messages.create_delegation_token import (
-    CreateDelegationTokenRequestCreatableRenewers,
-    CreateDelegationTokenRequest,
-    CreateDelegationTokenResponse,
-)
-from kafka_wire.messages.renew_delegation_token import (
-    RenewDelegationTokenRequest,
-    RenewDelegationTokenResponse,
-)
-from kafka_wire.messages.expire_delegation_token import (
-    ExpireDelegationTokenRequest,
-    ExpireDelegationTokenResponse,
-)
-from kafka_wire.messages.describe_delegation_token import (
-    DescribeDelegationTokenRequestOwner,
-    DescribeDelegationTokenRequest,
-    DescribeDelegationTokenResponseDescribedDelegationTokenRenewer,
-    DescribeDelegationTokenResponseDescribedDelegationToken,
-    DescribeDelegationTokenResponse,
-)
-from kafka_wire.messages.delete_groups import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponseDeletableGroupResult,
-    DeleteGroupsResponse,
-)
-from kafka_wire.messages.elect_leaders import (
-    ElectLeadersRequestTopicPartitions,
-    ElectLeadersRequest,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResult,
-    ElectLeadersResponse,
-)
-from kafka_wire.messages.incremental_alter_configs import (
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsRequestAlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-    IncrementalAlterConfigsResponse,
-)
-from kafka_wire.messages.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequestReassignablePartition,
-    AlterPartitionReassignmentsRequestReassignableTopic,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponseReassignablePartitionResponse,
-    AlterPartitionReassignmentsResponseReassignableTopicResponse,
-    AlterPartitionReassignmentsResponse,
-)
-from kafka_wire.messages.list_partition_reassignments import (
-    ListPartitionReassignmentsRequestTopics,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponseOngoingPartitionReassignment,
-    ListPartitionReassignmentsResponseOngoingTopicReassignment,
-    ListPartitionReassignmentsResponse,
-)
-from kafka_wire.messages.offset_delete import (
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-    OffsetDeleteResponse,
-)
-from kafka_wire.messages.describe_client_quotas import (
-    DescribeClientQuotasRequestComponentData,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponseEntityData,
-    DescribeClientQuotasResponseValueData,
-    DescribeClientQuotasResponseEntryData,
-    DescribeClientQuotasResponse,
-)
-from kafka_wire.messages.alter_client_quotas import (
-    AlterClientQuotasRequestEntityData,
-    AlterClientQuotasRequestOpData,
-    AlterClientQuotasRequestEntryData,
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponseEntityData,
-    AlterClientQuotasResponseEntryData,
-    AlterClientQuotasResponse,
-)
-from kafka_wire.messages.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsRequestUserName,
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponseCredentialInfo,
-    DescribeUserScramCredentialsResponseResult,
-    DescribeUserScramCredentialsResponse,
-)
-from kafka_wire.messages.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequestScramCredentialDeletion,
-    AlterUserScramCredentialsRequestScramCredentialUpsertion,
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponseResult,
-    AlterUserScramCredentialsResponse,
-)
-from kafka_wire.messages.vote import (
-    VoteRequestPartitionData,
-    VoteRequestTopicData,
-    VoteRequest,
-    VoteResponsePartitionData,
-    VoteResponseTopicData,
-    VoteResponseNodeEndpoint,
-    VoteResponse,
-)
-from kafka_wire.messages.begin_quorum_epoch import (
-    BeginQuorumEpochRequestPartitionData,
-    BeginQuorumEpochRequestTopicData,
-    BeginQuorumEpochRequestLeaderEndpoint,
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponsePartitionData,
-    BeginQuorumEpochResponseTopicData,
-    BeginQuorumEpochResponseNodeEndpoint,
-    BeginQuorumEpochResponse,
-)
-from kafka_wire.messages.end_quorum_epoch import (
-    EndQuorumEpochRequestReplicaInfo,
-    EndQuorumEpochRequestPartitionData,
-    EndQuorumEpochRequestTopicData,
-    EndQuorumEpochRequestLeaderEndpoint,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponsePartitionData,
-    EndQuorumEpochResponseTopicData,
-    EndQuorumEpochResponseNodeEndpoint,
-    EndQuorumEpochResponse,
-)
-from kafka_wire.messages.describe_quorum import (
-    DescribeQuorumRequestPartitionData,
-    DescribeQuorumRequestTopicData,
-    DescribeQuorumRequest,
-    DescribeQuorumResponseReplicaState,
-    DescribeQuorumResponsePartitionData,
-    DescribeQuorumResponseTopicData,
-    DescribeQuorumResponseListener,
-    DescribeQuorumResponseNode,
-    DescribeQuorumResponse,
-)
-from kafka_wire.messages.alter_partition import (
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-    AlterPartitionRequest,
-    AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData,
-    AlterPartitionResponse,
-)
-from kafka_wire.messages.update_features import (
-    UpdateFeaturesRequestFeatureUpdateKey,
-    UpdateFeaturesRequest,
-    UpdateFeaturesResponseUpdatableFeatureResult,
-    UpdateFeaturesResponse,
-)
-from kafka_wire.messages.envelope import (
-    EnvelopeRequest,
-    EnvelopeResponse,
-)
-from kafka_wire.messages.fetch_snapshot import (
-    FetchSnapshotRequestSnapshotId,
-    FetchSnapshotRequestPartitionSnapshot,
-    FetchSnapshotRequestTopicSnapshot,
-    FetchSnapshotRequest,
-    FetchSnapshotResponseSnapshotId,
-    FetchSnapshotResponseLeaderIdAndEpoch,
-    FetchSnapshotResponsePartitionSnapshot,
-    FetchSnapshotResponseTopicSnapshot,
-    FetchSnapshotResponseNodeEndpoint,
-    FetchSnapshotResponse,
-)
-from kafka_wire.messages.describe_cluster import (
-    DescribeClusterRequest,
-    DescribeClusterResponseBroker,
-    DescribeClusterResponse,
-)
-from kafka_wire.messages.describe_producers import (
-    DescribeProducersRequestTopicRequest,
-    DescribeProducersRequest,
-    DescribeProducersResponseProducerState,
-    DescribeProducersResponsePartitionResponse,
-    DescribeProducersResponseTopicResponse,
-    DescribeProducersResponse,
-)
-from kafka_wire.messages.broker_registration import (
-    BrokerRegistrationRequestListener,
-    BrokerRegistrationRequestFeature,
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-)
-from kafka_wire.messages.broker_heartbeat import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-)
-from kafka_wire.messages.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
-from kafka_wire.messages.describe_transactions import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponseTopicData,
-    DescribeTransactionsResponseTransactionState,
-    DescribeTransactionsResponse,
-)
-from kafka_wire.messages.list_transactions import (
-    ListTransactionsRequest,
-    ListTransactionsResponseTransactionState,
-    ListTransactionsResponse,
+from kafka_wire.messages.add_raft_voter import (
+    AddRaftVoterRequest,
+    AddRaftVoterRequestListener,
+    AddRaftVoterResponse,
 )
 from kafka_wire.messages.allocate_producer_ids import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
 )
-from kafka_wire.messages.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequestTopicPartitions,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponseTopicPartitions,
-    ConsumerGroupHeartbeatResponseAssignment,
-    ConsumerGroupHeartbeatResponse,
+from kafka_wire.messages.alter_client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasRequestEntityData,
+    AlterClientQuotasRequestEntryData,
+    AlterClientQuotasRequestOpData,
+    AlterClientQuotasResponse,
+    AlterClientQuotasResponseEntityData,
+    AlterClientQuotasResponseEntryData,
+)
+from kafka_wire.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsRequestAlterableConfig,
+    AlterConfigsRequestResource,
+    AlterConfigsResponse,
+    AlterConfigsResponseResourceResponse,
+)
+from kafka_wire.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestBrokerState,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+)
+from kafka_wire.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsRequestReassignablePartition,
+    AlterPartitionReassignmentsRequestReassignableTopic,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionReassignmentsResponseReassignablePartitionResponse,
+    AlterPartitionReassignmentsResponseReassignableTopicResponse,
+)
+from kafka_wire.messages.alter_replica_log_dirs import (
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsRequestAlterReplicaLogDir,
+    AlterReplicaLogDirsRequestAlterReplicaLogDirTopic,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult,
+)
+from kafka_wire.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+    AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponsePartition,
+    AlterShareGroupOffsetsResponseTopic,
+)
+from kafka_wire.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestScramCredentialDeletion,
+    AlterUserScramCredentialsRequestScramCredentialUpsertion,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResponseResult,
+)
+from kafka_wire.messages.api_key import (
+    ApiKey,
+)
+from kafka_wire.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    ApiVersionsResponseFinalizedFeatureKey,
+    ApiVersionsResponseSupportedFeatureKey,
+)
+from kafka_wire.messages.assign_replicas_to_dirs import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsRequestDirectoryData,
+    AssignReplicasToDirsRequestPartitionData,
+    AssignReplicasToDirsRequestTopicData,
+    AssignReplicasToDirsResponse,
+    AssignReplicasToDirsResponseDirectoryData,
+    AssignReplicasToDirsResponsePartitionData,
+    AssignReplicasToDirsResponseTopicData,
+)
+from kafka_wire.messages.begin_quorum_epoch import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochRequestLeaderEndpoint,
+    BeginQuorumEpochRequestPartitionData,
+    BeginQuorumEpochRequestTopicData,
+    BeginQuorumEpochResponse,
+    BeginQuorumEpochResponseNodeEndpoint,
+    BeginQuorumEpochResponsePartitionData,
+    BeginQuorumEpochResponseTopicData,
+)
+from kafka_wire.messages.broker_heartbeat import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+)
+from kafka_wire.messages.broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationRequestFeature,
+    BrokerRegistrationRequestListener,
+    BrokerRegistrationResponse,
 )
 from kafka_wire.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponseTopicPartitions,
-    ConsumerGroupDescribeResponseAssignment,
-    ConsumerGroupDescribeResponseMember,
-    ConsumerGroupDescribeResponseDescribedGroup,
     ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseAssignment,
+    ConsumerGroupDescribeResponseDescribedGroup,
+    ConsumerGroupDescribeResponseMember,
+    ConsumerGroupDescribeResponseTopicPartitions,
+)
+from kafka_wire.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseAssignment,
+    ConsumerGroupHeartbeatResponseTopicPartitions,
+)
+from kafka_wire.messages.consumer_protocol_assignment import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolAssignmentTopicPartition,
+)
+from kafka_wire.messages.consumer_protocol_subscription import (
+    ConsumerProtocolSubscription,
+    ConsumerProtocolSubscriptionTopicPartition,
+)
+from kafka_wire.messages.control_record_type_schema import (
+    ControlRecordTypeSchema,
+)
+from kafka_wire.messages.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    ControlledShutdownResponseRemainingPartition,
 )
 from kafka_wire.messages.controller_registration import (
-    ControllerRegistrationRequestListener,
-    ControllerRegistrationRequestFeature,
     ControllerRegistrationRequest,
+    ControllerRegistrationRequestFeature,
+    ControllerRegistrationRequestListener,
     ControllerRegistrationResponse,
+)
+from kafka_wire.messages.create_acls import (
+    CreateAclsRequest,
+    CreateAclsRequestAclCreation,
+    CreateAclsResponse,
+    CreateAclsResponseAclCreationResult,
+)
+from kafka_wire.messages.create_delegation_token import (
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenRequestCreatableRenewers,
+    CreateDelegationTokenResponse,
+)
+from kafka_wire.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestAssignment,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseTopicResult,
+)
+from kafka_wire.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableReplicaAssignment,
+    CreateTopicsRequestCreatableTopic,
+    CreateTopicsRequestCreatableTopicConfig,
+    CreateTopicsResponse,
+    CreateTopicsResponseCreatableTopicConfigs,
+    CreateTopicsResponseCreatableTopicResult,
+)
+from kafka_wire.messages.default_principal_data import (
+    DefaultPrincipalData,
+)
+from kafka_wire.messages.delete_acls import (
+    DeleteAclsRequest,
+    DeleteAclsRequestFilter,
+    DeleteAclsResponse,
+    DeleteAclsResponseFilterResult,
+    DeleteAclsResponseMatchingAcl,
+)
+from kafka_wire.messages.delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseDeletableGroupResult,
+)
+from kafka_wire.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartitionResult,
+    DeleteRecordsResponseTopicResult,
+)
+from kafka_wire.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseTopic,
+)
+from kafka_wire.messages.delete_share_group_state import (
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateRequestDeleteStateData,
+    DeleteShareGroupStateRequestPartitionData,
+    DeleteShareGroupStateResponse,
+    DeleteShareGroupStateResponseDeleteStateResult,
+    DeleteShareGroupStateResponsePartitionResult,
+)
+from kafka_wire.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsRequestDeleteTopicState,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseDeletableTopicResult,
+)
+from kafka_wire.messages.describe_acls import (
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeAclsResponseAclDescription,
+    DescribeAclsResponseResource,
+)
+from kafka_wire.messages.describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasRequestComponentData,
+    DescribeClientQuotasResponse,
+    DescribeClientQuotasResponseEntityData,
+    DescribeClientQuotasResponseEntryData,
+    DescribeClientQuotasResponseValueData,
+)
+from kafka_wire.messages.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeClusterResponseBroker,
+)
+from kafka_wire.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseResourceResult,
+    DescribeConfigsResponseResult,
+    DescribeConfigsResponseSynonym,
+)
+from kafka_wire.messages.describe_delegation_token import (
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenRequestOwner,
+    DescribeDelegationTokenResponse,
+    DescribeDelegationTokenResponseDescribedDelegationToken,
+    DescribeDelegationTokenResponseDescribedDelegationTokenRenewer,
+)
+from kafka_wire.messages.describe_groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseDescribedGroup,
+    DescribeGroupsResponseDescribedGroupMember,
+)
+from kafka_wire.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsRequestDescribableLogDirTopic,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResponsePartition,
+    DescribeLogDirsResponseResult,
+    DescribeLogDirsResponseTopic,
+)
+from kafka_wire.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersRequestTopicRequest,
+    DescribeProducersResponse,
+    DescribeProducersResponsePartitionResponse,
+    DescribeProducersResponseProducerState,
+    DescribeProducersResponseTopicResponse,
+)
+from kafka_wire.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumRequestPartitionData,
+    DescribeQuorumRequestTopicData,
+    DescribeQuorumResponse,
+    DescribeQuorumResponseListener,
+    DescribeQuorumResponseNode,
+    DescribeQuorumResponsePartitionData,
+    DescribeQuorumResponseReplicaState,
+    DescribeQuorumResponseTopicData,
+)
+from kafka_wire.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition,
+    DescribeShareGroupOffsetsResponseTopic,
+)
+from kafka_wire.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequestCursor,
+    DescribeTopicPartitionsRequestTopicRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseCursor,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
+from kafka_wire.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTopicData,
+    DescribeTransactionsResponseTransactionState,
+)
+from kafka_wire.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsRequestUserName,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponseCredentialInfo,
+    DescribeUserScramCredentialsResponseResult,
+)
+from kafka_wire.messages.elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersRequestTopicPartitions,
+    ElectLeadersResponse,
+    ElectLeadersResponsePartitionResult,
+    ElectLeadersResponseReplicaElectionResult,
+)
+from kafka_wire.messages.end_quorum_epoch import (
+    EndQuorumEpochRequest,
+    EndQuorumEpochRequestLeaderEndpoint,
+    EndQuorumEpochRequestPartitionData,
+    EndQuorumEpochRequestReplicaInfo,
+    EndQuorumEpochRequestTopicData,
+    EndQuorumEpochResponse,
+    EndQuorumEpochResponseNodeEndpoint,
+    EndQuorumEpochResponsePartitionData,
+    EndQuorumEpochResponseTopicData,
+)
+from kafka_wire.messages.end_txn import (
+    EndTxnRequest,
+    EndTxnResponse,
+)
+from kafka_wire.messages.end_txn_marker import (
+    EndTxnMarker,
+)
+from kafka_wire.messages.envelope import (
+    EnvelopeRequest,
+    EnvelopeResponse,
+)
+from kafka_wire.messages.error_code import (
+    ErrorCode,
+)
+from kafka_wire.messages.expire_delegation_token import (
+    ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse,
+)
+from kafka_wire.messages.fetch import (
+    FetchRequest,
+    FetchRequestForgottenTopic,
+    FetchRequestPartition,
+    FetchRequestReplicaState,
+    FetchRequestTopic,
+    FetchResponse,
+    FetchResponseAbortedTransaction,
+    FetchResponseEpochEndOffset,
+    FetchResponseFetchableTopicResponse,
+    FetchResponseLeaderIdAndEpoch,
+    FetchResponseNodeEndpoint,
+    FetchResponsePartitionData,
+    FetchResponseSnapshotId,
+)
+from kafka_wire.messages.fetch_snapshot import (
+    FetchSnapshotRequest,
+    FetchSnapshotRequestPartitionSnapshot,
+    FetchSnapshotRequestSnapshotId,
+    FetchSnapshotRequestTopicSnapshot,
+    FetchSnapshotResponse,
+    FetchSnapshotResponseLeaderIdAndEpoch,
+    FetchSnapshotResponseNodeEndpoint,
+    FetchSnapshotResponsePartitionSnapshot,
+    FetchSnapshotResponseSnapshotId,
+    FetchSnapshotResponseTopicSnapshot,
+)
+from kafka_wire.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
 )
 from kafka_wire.messages.get_telemetry_subscriptions import (
     GetTelemetrySubscriptionsRequest,
     GetTelemetrySubscriptionsResponse,
 )
+from kafka_wire.messages.heartbeat import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
+from kafka_wire.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterableConfig,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
+)
+from kafka_wire.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
+from kafka_wire.messages.initialize_share_group_state import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateRequestInitializeStateData,
+    InitializeShareGroupStateRequestPartitionData,
+    InitializeShareGroupStateResponse,
+    InitializeShareGroupStateResponseInitializeStateResult,
+    InitializeShareGroupStateResponsePartitionResult,
+)
+from kafka_wire.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
+from kafka_wire.messages.k_raft_version_record import (
+    KRaftVersionRecord,
+)
+from kafka_wire.messages.leader_and_isr import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrRequestLiveLeader,
+    LeaderAndIsrRequestPartitionState,
+    LeaderAndIsrRequestTopicState,
+    LeaderAndIsrResponse,
+    LeaderAndIsrResponsePartitionError,
+    LeaderAndIsrResponseTopicError,
+)
+from kafka_wire.messages.leader_change_message import (
+    LeaderChangeMessage,
+    LeaderChangeMessageVoter,
+)
+from kafka_wire.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupRequestMemberIdentity,
+    LeaveGroupResponse,
+    LeaveGroupResponseMemberResponse,
+)
+from kafka_wire.messages.list_config_resources import (
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
+    ListConfigResourcesResponseConfigResource,
+)
+from kafka_wire.messages.list_groups import (
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseListedGroup,
+)
+from kafka_wire.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartitionResponse,
+    ListOffsetsResponseTopicResponse,
+)
+from kafka_wire.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequestTopics,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponseOngoingPartitionReassignment,
+    ListPartitionReassignmentsResponseOngoingTopicReassignment,
+)
+from kafka_wire.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    ListTransactionsResponseTransactionState,
+)
+from kafka_wire.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from kafka_wire.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from kafka_wire.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from kafka_wire.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+from kafka_wire.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    OffsetForLeaderEpochRequestOffsetForLeaderTopic,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponseEpochEndOffset,
+    OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
+)
+from kafka_wire.messages.produce import (
+    ProduceRequest,
+    ProduceRequestPartitionProduceData,
+    ProduceRequestTopicProduceData,
+    ProduceResponse,
+    ProduceResponseBatchIndexAndErrorMessage,
+    ProduceResponseLeaderIdAndEpoch,
+    ProduceResponseNodeEndpoint,
+    ProduceResponsePartitionProduceResponse,
+    ProduceResponseTopicProduceResponse,
+)
 from kafka_wire.messages.push_telemetry import (
     PushTelemetryRequest,
     PushTelemetryResponse,
 )
-from kafka_wire.messages.assign_replicas_to_dirs import (
-    AssignReplicasToDirsRequestPartitionData,
-    AssignReplicasToDirsRequestTopicData,
-    AssignReplicasToDirsRequestDirectoryData,
-    AssignReplicasToDirsRequest,
-    AssignReplicasToDirsResponsePartitionData,
-    AssignReplicasToDirsResponseTopicData,
-    AssignReplicasToDirsResponseDirectoryData,
-    AssignReplicasToDirsResponse,
+from kafka_wire.messages.read_share_group_state import (
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateRequestPartitionData,
+    ReadShareGroupStateRequestReadStateData,
+    ReadShareGroupStateResponse,
+    ReadShareGroupStateResponsePartitionResult,
+    ReadShareGroupStateResponseReadStateResult,
+    ReadShareGroupStateResponseStateBatch,
 )
-from kafka_wire.messages.list_config_resources import (
-    ListConfigResourcesRequest,
-    ListConfigResourcesResponseConfigResource,
-    ListConfigResourcesResponse,
-)
-from kafka_wire.messages.describe_topic_partitions import (
-    DescribeTopicPartitionsRequestTopicRequest,
-    DescribeTopicPartitionsRequestCursor,
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponsePartition,
-    DescribeTopicPartitionsResponseTopic,
-    DescribeTopicPartitionsResponseCursor,
-    DescribeTopicPartitionsResponse,
-)
-from kafka_wire.messages.share_group_heartbeat import (
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponseTopicPartitions,
-    ShareGroupHeartbeatResponseAssignment,
-    ShareGroupHeartbeatResponse,
-)
-from kafka_wire.messages.share_group_describe import (
-    ShareGroupDescribeRequest,
-    ShareGroupDescribeResponseTopicPartitions,
-    ShareGroupDescribeResponseAssignment,
-    ShareGroupDescribeResponseMember,
-    ShareGroupDescribeResponseDescribedGroup,
-    ShareGroupDescribeResponse,
-)
-from kafka_wire.messages.share_fetch import (
-    ShareFetchRequestAcknowledgementBatch,
-    ShareFetchRequestFetchPartition,
-    ShareFetchRequestFetchTopic,
-    ShareFetchRequestForgottenTopic,
-    ShareFetchRequest,
-    ShareFetchResponseLeaderIdAndEpoch,
-    ShareFetchResponseAcquiredRecords,
-    ShareFetchResponsePartitionData,
-    ShareFetchResponseShareFetchableTopicResponse,
-    ShareFetchResponseNodeEndpoint,
-    ShareFetchResponse,
-)
-from kafka_wire.messages.share_acknowledge import (
-    ShareAcknowledgeRequestAcknowledgementBatch,
-    ShareAcknowledgeRequestAcknowledgePartition,
-    ShareAcknowledgeRequestAcknowledgeTopic,
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeResponseLeaderIdAndEpoch,
-    ShareAcknowledgeResponsePartitionData,
-    ShareAcknowledgeResponseTopicResponse,
-    ShareAcknowledgeResponseNodeEndpoint,
-    ShareAcknowledgeResponse,
-)
-from kafka_wire.messages.add_raft_voter import (
-    AddRaftVoterRequestListener,
-    AddRaftVoterRequest,
-    AddRaftVoterResponse,
+from kafka_wire.messages.read_share_group_state_summary import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryRequestPartitionData,
+    ReadShareGroupStateSummaryRequestReadStateSummaryData,
+    ReadShareGroupStateSummaryResponse,
+    ReadShareGroupStateSummaryResponsePartitionResult,
+    ReadShareGroupStateSummaryResponseReadStateSummaryResult,
 )
 from kafka_wire.messages.remove_raft_voter import (
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
 )
-from kafka_wire.messages.update_raft_voter import (
-    UpdateRaftVoterRequestListener,
-    UpdateRaftVoterRequestKRaftVersionFeature,
-    UpdateRaftVoterRequest,
-    UpdateRaftVoterResponseCurrentLeader,
-    UpdateRaftVoterResponse,
-)
-from kafka_wire.messages.initialize_share_group_state import (
-    InitializeShareGroupStateRequestPartitionData,
-    InitializeShareGroupStateRequestInitializeStateData,
-    InitializeShareGroupStateRequest,
-    InitializeShareGroupStateResponsePartitionResult,
-    InitializeShareGroupStateResponseInitializeStateResult,
-    InitializeShareGroupStateResponse,
-)
-from kafka_wire.messages.read_share_group_state import (
-    ReadShareGroupStateRequestPartitionData,
-    ReadShareGroupStateRequestReadStateData,
-    ReadShareGroupStateRequest,
-    ReadShareGroupStateResponseStateBatch,
-    ReadShareGroupStateResponsePartitionResult,
-    ReadShareGroupStateResponseReadStateResult,
-    ReadShareGroupStateResponse,
-)
-from kafka_wire.messages.write_share_group_state import (
-    WriteShareGroupStateRequestStateBatch,
-    WriteShareGroupStateRequestPartitionData,
-    WriteShareGroupStateRequestWriteStateData,
-    WriteShareGroupStateRequest,
-    WriteShareGroupStateResponsePartitionResult,
-    WriteShareGroupStateResponseWriteStateResult,
-    WriteShareGroupStateResponse,
-)
-from kafka_wire.messages.delete_share_group_state import (
-    DeleteShareGroupStateRequestPartitionData,
-    DeleteShareGroupStateRequestDeleteStateData,
-    DeleteShareGroupStateRequest,
-    DeleteShareGroupStateResponsePartitionResult,
-    DeleteShareGroupStateResponseDeleteStateResult,
-    DeleteShareGroupStateResponse,
-)
-from kafka_wire.messages.read_share_group_state_summary import (
-    ReadShareGroupStateSummaryRequestPartitionData,
-    ReadShareGroupStateSummaryRequestReadStateSummaryData,
-    ReadShareGroupStateSummaryRequest,
-    ReadShareGroupStateSummaryResponsePartitionResult,
-    ReadShareGroupStateSummaryResponseReadStateSummaryResult,
-    ReadShareGroupStateSummaryResponse,
-)
-from kafka_wire.messages.streams_group_heartbeat import (
-    StreamsGroupHeartbeatRequestKeyValue,
-    StreamsGroupHeartbeatRequestTopicInfo,
-    StreamsGroupHeartbeatRequestCopartitionGroup,
-    StreamsGroupHeartbeatRequestSubtopology,
-    StreamsGroupHeartbeatRequestTopology,
-    StreamsGroupHeartbeatRequestTaskIds,
-    StreamsGroupHeartbeatRequestEndpoint,
-    StreamsGroupHeartbeatRequestTaskOffset,
-    StreamsGroupHeartbeatRequest,
-    StreamsGroupHeartbeatResponseStatus,
-    StreamsGroupHeartbeatResponseTaskIds,
-    StreamsGroupHeartbeatResponseEndpoint,
-    StreamsGroupHeartbeatResponseTopicPartition,
-    StreamsGroupHeartbeatResponseEndpointToPartitions,
-    StreamsGroupHeartbeatResponse,
-)
-from kafka_wire.messages.streams_group_describe import (
-    StreamsGroupDescribeRequest,
-    StreamsGroupDescribeResponseKeyValue,
-    StreamsGroupDescribeResponseTopicInfo,
-    StreamsGroupDescribeResponseSubtopology,
-    StreamsGroupDescribeResponseTopology,
-    StreamsGroupDescribeResponseEndpoint,
-    StreamsGroupDescribeResponseTaskOffset,
-    StreamsGroupDescribeResponseTaskIds,
-    StreamsGroupDescribeResponseAssignment,
-    StreamsGroupDescribeResponseMember,
-    StreamsGroupDescribeResponseTopologyDescriptionNode,
-    StreamsGroupDescribeResponseTopologyDescriptionSubtopology,
-    StreamsGroupDescribeResponseTopologyDescriptionGlobalStore,
-    StreamsGroupDescribeResponseTopologyDescription,
-    StreamsGroupDescribeResponseDescribedGroup,
-    StreamsGroupDescribeResponse,
-)
-from kafka_wire.messages.describe_share_group_offsets import (
-    DescribeShareGroupOffsetsRequestTopic,
-    DescribeShareGroupOffsetsRequestGroup,
-    DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsResponsePartition,
-    DescribeShareGroupOffsetsResponseTopic,
-    DescribeShareGroupOffsetsResponseGroup,
-    DescribeShareGroupOffsetsResponse,
-)
-from kafka_wire.messages.alter_share_group_offsets import (
-    AlterShareGroupOffsetsRequestPartition,
-    AlterShareGroupOffsetsRequestTopic,
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsResponsePartition,
-    AlterShareGroupOffsetsResponseTopic,
-    AlterShareGroupOffsetsResponse,
-)
-from kafka_wire.messages.delete_share_group_offsets import (
-    DeleteShareGroupOffsetsRequestTopic,
-    DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsResponseTopic,
-    DeleteShareGroupOffsetsResponse,
-)
-from kafka_wire.messages.streams_group_topology_description_update import (
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription,
-    StreamsGroupTopologyDescriptionUpdateRequest,
-    StreamsGroupTopologyDescriptionUpdateResponse,
-)
-from kafka_wire.messages.unregister_controller import (
-    UnregisterControllerRequest,
-    UnregisterControllerResponse,
+from kafka_wire.messages.renew_delegation_token import (
+    RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
 )
 from kafka_wire.messages.request_header import (
     RequestHeader,
@@ -714,32 +578,51 @@ from kafka_wire.messages.request_header import (
 from kafka_wire.messages.response_header import (
     ResponseHeader,
 )
-from kafka_wire.messages.aborted_txn import (
-    AbortedTxn,
+from kafka_wire.messages.sasl_authenticate import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
 )
-from kafka_wire.messages.consumer_protocol_assignment import (
-    ConsumerProtocolAssignmentTopicPartition,
-    ConsumerProtocolAssignment,
+from kafka_wire.messages.sasl_handshake import (
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
-from kafka_wire.messages.consumer_protocol_subscription import (
-    ConsumerProtocolSubscriptionTopicPartition,
-    ConsumerProtocolSubscription,
+from kafka_wire.messages.share_acknowledge import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeRequestAcknowledgementBatch,
+    ShareAcknowledgeRequestAcknowledgePartition,
+    ShareAcknowledgeRequestAcknowledgeTopic,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeResponseLeaderIdAndEpoch,
+    ShareAcknowledgeResponseNodeEndpoint,
+    ShareAcknowledgeResponsePartitionData,
+    ShareAcknowledgeResponseTopicResponse,
 )
-from kafka_wire.messages.control_record_type_schema import (
-    ControlRecordTypeSchema,
+from kafka_wire.messages.share_fetch import (
+    ShareFetchRequest,
+    ShareFetchRequestAcknowledgementBatch,
+    ShareFetchRequestFetchPartition,
+    ShareFetchRequestFetchTopic,
+    ShareFetchRequestForgottenTopic,
+    ShareFetchResponse,
+    ShareFetchResponseAcquiredRecords,
+    ShareFetchResponseLeaderIdAndEpoch,
+    ShareFetchResponseNodeEndpoint,
+    ShareFetchResponsePartitionData,
+    ShareFetchResponseShareFetchableTopicResponse,
 )
-from kafka_wire.messages.default_principal_data import (
-    DefaultPrincipalData,
+from kafka_wire.messages.share_group_describe import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupDescribeResponseAssignment,
+    ShareGroupDescribeResponseDescribedGroup,
+    ShareGroupDescribeResponseMember,
+    ShareGroupDescribeResponseTopicPartitions,
 )
-from kafka_wire.messages.end_txn_marker import (
-    EndTxnMarker,
-)
-from kafka_wire.messages.k_raft_version_record import (
-    KRaftVersionRecord,
-)
-from kafka_wire.messages.leader_change_message import (
-    LeaderChangeMessageVoter,
-    LeaderChangeMessage,
+from kafka_wire.messages.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    ShareGroupHeartbeatResponseAssignment,
+    ShareGroupHeartbeatResponseTopicPartitions,
 )
 from kafka_wire.messages.snapshot_footer_record import (
     SnapshotFooterRecord,
@@ -747,11 +630,132 @@ from kafka_wire.messages.snapshot_footer_record import (
 from kafka_wire.messages.snapshot_header_record import (
     SnapshotHeaderRecord,
 )
+from kafka_wire.messages.stop_replica import (
+    StopReplicaRequest,
+    StopReplicaRequestPartitionState,
+    StopReplicaRequestPartitionV0,
+    StopReplicaRequestTopicState,
+    StopReplicaRequestTopicV1,
+    StopReplicaResponse,
+    StopReplicaResponsePartitionError,
+)
+from kafka_wire.messages.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+    StreamsGroupDescribeResponseAssignment,
+    StreamsGroupDescribeResponseDescribedGroup,
+    StreamsGroupDescribeResponseEndpoint,
+    StreamsGroupDescribeResponseKeyValue,
+    StreamsGroupDescribeResponseMember,
+    StreamsGroupDescribeResponseSubtopology,
+    StreamsGroupDescribeResponseTaskIds,
+    StreamsGroupDescribeResponseTaskOffset,
+    StreamsGroupDescribeResponseTopicInfo,
+    StreamsGroupDescribeResponseTopology,
+    StreamsGroupDescribeResponseTopologyDescription,
+    StreamsGroupDescribeResponseTopologyDescriptionGlobalStore,
+    StreamsGroupDescribeResponseTopologyDescriptionNode,
+    StreamsGroupDescribeResponseTopologyDescriptionSubtopology,
+)
+from kafka_wire.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatRequestCopartitionGroup,
+    StreamsGroupHeartbeatRequestEndpoint,
+    StreamsGroupHeartbeatRequestKeyValue,
+    StreamsGroupHeartbeatRequestSubtopology,
+    StreamsGroupHeartbeatRequestTaskIds,
+    StreamsGroupHeartbeatRequestTaskOffset,
+    StreamsGroupHeartbeatRequestTopicInfo,
+    StreamsGroupHeartbeatRequestTopology,
+    StreamsGroupHeartbeatResponse,
+    StreamsGroupHeartbeatResponseEndpoint,
+    StreamsGroupHeartbeatResponseEndpointToPartitions,
+    StreamsGroupHeartbeatResponseStatus,
+    StreamsGroupHeartbeatResponseTaskIds,
+    StreamsGroupHeartbeatResponseTopicPartition,
+)
+from kafka_wire.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription,
+    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore,
+    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode,
+    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology,
+    StreamsGroupTopologyDescriptionUpdateResponse,
+)
+from kafka_wire.messages.sync_group import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from kafka_wire.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from kafka_wire.messages.unregister_broker import (
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from kafka_wire.messages.unregister_controller import (
+    UnregisterControllerRequest,
+    UnregisterControllerResponse,
+)
+from kafka_wire.messages.update_features import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesRequestFeatureUpdateKey,
+    UpdateFeaturesResponse,
+    UpdateFeaturesResponseUpdatableFeatureResult,
+)
+from kafka_wire.messages.update_metadata import (
+    UpdateMetadataRequest,
+    UpdateMetadataRequestBroker,
+    UpdateMetadataRequestEndpoint,
+    UpdateMetadataRequestPartitionState,
+    UpdateMetadataRequestTopicState,
+    UpdateMetadataResponse,
+)
+from kafka_wire.messages.update_raft_voter import (
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterRequestKRaftVersionFeature,
+    UpdateRaftVoterRequestListener,
+    UpdateRaftVoterResponse,
+    UpdateRaftVoterResponseCurrentLeader,
+)
+from kafka_wire.messages.vote import (
+    VoteRequest,
+    VoteRequestPartitionData,
+    VoteRequestTopicData,
+    VoteResponse,
+    VoteResponseNodeEndpoint,
+    VoteResponsePartitionData,
+    VoteResponseTopicData,
+)
 from kafka_wire.messages.voters_record import (
+    VotersRecord,
     VotersRecordEndpoint,
     VotersRecordKRaftVersionFeature,
     VotersRecordVoter,
-    VotersRecord,
+)
+from kafka_wire.messages.write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateRequestPartitionData,
+    WriteShareGroupStateRequestStateBatch,
+    WriteShareGroupStateRequestWriteStateData,
+    WriteShareGroupStateResponse,
+    WriteShareGroupStateResponsePartitionResult,
+    WriteShareGroupStateResponseWriteStateResult,
+)
+from kafka_wire.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestWritableTxnMarker,
+    WriteTxnMarkersRequestWritableTxnMarkerTopic,
+    WriteTxnMarkersResponse,
+    WriteTxnMarkersResponseWritableTxnMarkerPartitionResult,
+    WriteTxnMarkersResponseWritableTxnMarkerResult,
+    WriteTxnMarkersResponseWritableTxnMarkerTopicResult,
 )
 
 
@@ -875,6 +879,10 @@ def catalog() -> tuple[ApiInfo, ...]:
 
 
 __all__ = [
+    'DATA',
+    'HEADERS',
+    'REQUESTS',
+    'RESPONSES',
     'AbortedTxn',
     'AddOffsetsToTxnRequest',
     'AddOffsetsToTxnResponse',
@@ -1003,7 +1011,6 @@ __all__ = [
     'CreateTopicsResponse',
     'CreateTopicsResponseCreatableTopicConfigs',
     'CreateTopicsResponseCreatableTopicResult',
-    'DATA',
     'DefaultPrincipalData',
     'DeleteAclsRequest',
     'DeleteAclsRequestFilter',
@@ -1155,7 +1162,6 @@ __all__ = [
     'FindCoordinatorResponseCoordinator',
     'GetTelemetrySubscriptionsRequest',
     'GetTelemetrySubscriptionsResponse',
-    'HEADERS',
     'HeartbeatRequest',
     'HeartbeatResponse',
     'IncrementalAlterConfigsRequest',
@@ -1254,8 +1260,6 @@ __all__ = [
     'ProduceResponseTopicProduceResponse',
     'PushTelemetryRequest',
     'PushTelemetryResponse',
-    'REQUESTS',
-    'RESPONSES',
     'ReadShareGroupStateRequest',
     'ReadShareGroupStateRequestPartitionData',
     'ReadShareGroupStateRequestReadStateData',

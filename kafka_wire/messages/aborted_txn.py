@@ -35,7 +35,6 @@ class AbortedTxn(Message):
 
 def _decode_AbortedTxn_v0(buf: bytes, pos: int) -> tuple[AbortedTxn, int]:
     o = _new(AbortedTxn)
-    blen = len(buf)
     o.producer_id, o.first_offset, o.last_offset, o.last_stable_offset = _S0.unpack_from(buf, pos)
     pos += 32
     o.unknown_tagged_fields = ()

@@ -160,20 +160,20 @@ def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: int) -> tuple[Add
 
 
 def _encode_AddPartitionsToTxnRequestTopic_v0(o: AddPartitionsToTxnRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -233,29 +233,29 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: int) -> tuple[Add
 
 
 def _encode_AddPartitionsToTxnRequestTopic_v3(o: AddPartitionsToTxnRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -294,12 +294,12 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AddPartitionsToTxnRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -323,31 +323,31 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
 
 
 def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequestTransaction, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S2.pack(o.producer_id, o.producer_epoch, o.verify_only)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnRequestTopic_v3(e, out)
+        for e_topics in x_topics:
+            _encode_AddPartitionsToTxnRequestTopic_v3(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -377,12 +377,12 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: int) -> tuple[AddParti
     else:
         if n > blen - pos:
             raise _invalid('array V3AndBelowTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
+        app_v3_and_below_topics = lst_v3_and_below_topics.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnRequestTopic_v0(buf, pos)
-            app(x)
-        o.v3_and_below_topics = lst
+            x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v0(buf, pos)
+            app_v3_and_below_topics(x_v3_and_below_topics)
+        o.v3_and_below_topics = lst_v3_and_below_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -390,23 +390,23 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: int) -> tuple[AddParti
 def _encode_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, out: bytearray) -> None:
     if o.transactions is None or len(o.transactions) != 0:
         raise FieldNotInVersionError('non-default Transactions cannot be written', version=0)
-    x = o.v3_and_below_transactional_id
-    if x is None:
+    x_v3_and_below_transactional_id = o.v3_and_below_transactional_id
+    if x_v3_and_below_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTransactionalId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_v3_and_below_transactional_id = x_v3_and_below_transactional_id.encode()
+        if len(b_v3_and_below_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field V3AndBelowTransactionalId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_v3_and_below_transactional_id))
+        out += b_v3_and_below_transactional_id
     out += _S4.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    x = o.v3_and_below_topics
-    if x is None:
+    x_v3_and_below_topics = o.v3_and_below_topics
+    if x_v3_and_below_topics is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTopics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AddPartitionsToTxnRequestTopic_v0(e, out)
+        out += _S1.pack(len(x_v3_and_below_topics))
+        for e_v3_and_below_topics in x_v3_and_below_topics:
+            _encode_AddPartitionsToTxnRequestTopic_v0(e_v3_and_below_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -444,12 +444,12 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
     else:
         if n > blen - pos:
             raise _invalid('array V3AndBelowTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
+        app_v3_and_below_topics = lst_v3_and_below_topics.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
-            app(x)
-        o.v3_and_below_topics = lst
+            x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
+            app_v3_and_below_topics(x_v3_and_below_topics)
+        o.v3_and_below_topics = lst_v3_and_below_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -475,31 +475,31 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
 def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, out: bytearray) -> None:
     if o.transactions is None or len(o.transactions) != 0:
         raise FieldNotInVersionError('non-default Transactions cannot be written', version=3)
-    x = o.v3_and_below_transactional_id
-    if x is None:
+    x_v3_and_below_transactional_id = o.v3_and_below_transactional_id
+    if x_v3_and_below_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTransactionalId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_v3_and_below_transactional_id = x_v3_and_below_transactional_id.encode()
+        if len(b_v3_and_below_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field V3AndBelowTransactionalId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_v3_and_below_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_v3_and_below_transactional_id
     out += _S4.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    x = o.v3_and_below_topics
-    if x is None:
+    x_v3_and_below_topics = o.v3_and_below_topics
+    if x_v3_and_below_topics is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTopics is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_v3_and_below_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnRequestTopic_v3(e, out)
+        for e_v3_and_below_topics in x_v3_and_below_topics:
+            _encode_AddPartitionsToTxnRequestTopic_v3(e_v3_and_below_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -524,12 +524,12 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int) -> tuple[AddParti
     else:
         if n > blen - pos:
             raise _invalid('array Transactions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_transactions: list[AddPartitionsToTxnRequestTransaction] = []
+        app_transactions = lst_transactions.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnRequestTransaction_v4(buf, pos)
-            app(x)
-        o.transactions = lst
+            x_transactions, pos = _decode_AddPartitionsToTxnRequestTransaction_v4(buf, pos)
+            app_transactions(x_transactions)
+        o.transactions = lst_transactions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -561,17 +561,17 @@ def _encode_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, out: byte
         raise FieldNotInVersionError('non-default V3AndBelowProducerEpoch cannot be written', version=4)
     if o.v3_and_below_topics is None or len(o.v3_and_below_topics) != 0:
         raise FieldNotInVersionError('non-default V3AndBelowTopics cannot be written', version=4)
-    x = o.transactions
-    if x is None:
+    x_transactions = o.transactions
+    if x_transactions is None:
         raise ValueOutOfRangeError('non-nullable field Transactions is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_transactions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnRequestTransaction_v4(e, out)
+        for e_transactions in x_transactions:
+            _encode_AddPartitionsToTxnRequestTransaction_v4(e_transactions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -580,7 +580,6 @@ def _encode_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, out: byte
 
 def _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponsePartitionResult, int]:
     o = _new(AddPartitionsToTxnResponsePartitionResult)
-    blen = len(buf)
     o.partition_index, o.partition_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -650,33 +649,33 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array ResultsByPartition declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
+        app_results_by_partition = lst_results_by_partition.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.results_by_partition = lst
+            x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf, pos)
+            app_results_by_partition(x_results_by_partition)
+        o.results_by_partition = lst_results_by_partition
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AddPartitionsToTxnResponseTopicResult_v0(o: AddPartitionsToTxnResponseTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.results_by_partition
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_results_by_partition = o.results_by_partition
+    if x_results_by_partition is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByPartition is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AddPartitionsToTxnResponsePartitionResult_v0(e, out)
+        out += _S1.pack(len(x_results_by_partition))
+        for e_results_by_partition in x_results_by_partition:
+            _encode_AddPartitionsToTxnResponsePartitionResult_v0(e_results_by_partition, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -711,12 +710,12 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array ResultsByPartition declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
+        app_results_by_partition = lst_results_by_partition.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf, pos)
-            app(x)
-        o.results_by_partition = lst
+            x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf, pos)
+            app_results_by_partition(x_results_by_partition)
+        o.results_by_partition = lst_results_by_partition
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -740,30 +739,30 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
 
 
 def _encode_AddPartitionsToTxnResponseTopicResult_v3(o: AddPartitionsToTxnResponseTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.results_by_partition
-    if x is None:
+        out += b_name
+    x_results_by_partition = o.results_by_partition
+    if x_results_by_partition is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByPartition is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_results_by_partition) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnResponsePartitionResult_v3(e, out)
+        for e_results_by_partition in x_results_by_partition:
+            _encode_AddPartitionsToTxnResponsePartitionResult_v3(e_results_by_partition, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -800,12 +799,12 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: int) -> tuple[A
     else:
         if n > blen - pos:
             raise _invalid('array TopicResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_results: list[AddPartitionsToTxnResponseTopicResult] = []
+        app_topic_results = lst_topic_results.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
-            app(x)
-        o.topic_results = lst
+            x_topic_results, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
+            app_topic_results(x_topic_results)
+        o.topic_results = lst_topic_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -829,30 +828,30 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: int) -> tuple[A
 
 
 def _encode_AddPartitionsToTxnResponseResult_v4(o: AddPartitionsToTxnResponseResult, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topic_results
-    if x is None:
+        out += b_transactional_id
+    x_topic_results = o.topic_results
+    if x_topic_results is None:
         raise ValueOutOfRangeError('non-nullable field TopicResults is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topic_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnResponseTopicResult_v3(e, out)
+        for e_topic_results in x_topic_results:
+            _encode_AddPartitionsToTxnResponseTopicResult_v3(e_topic_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -871,12 +870,12 @@ def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: int) -> tuple[AddPart
     else:
         if n > blen - pos:
             raise _invalid('array ResultsByTopicV3AndBelow declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = []
+        app_results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnResponseTopicResult_v0(buf, pos)
-            app(x)
-        o.results_by_topic_v3_and_below = lst
+            x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v0(buf, pos)
+            app_results_by_topic_v3_and_below(x_results_by_topic_v3_and_below)
+        o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -885,13 +884,13 @@ def _encode_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, out: by
     if o.results_by_transaction is None or len(o.results_by_transaction) != 0:
         raise FieldNotInVersionError('non-default ResultsByTransaction cannot be written', version=0)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results_by_topic_v3_and_below
-    if x is None:
+    x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
+    if x_results_by_topic_v3_and_below is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTopicV3AndBelow is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AddPartitionsToTxnResponseTopicResult_v0(e, out)
+        out += _S1.pack(len(x_results_by_topic_v3_and_below))
+        for e_results_by_topic_v3_and_below in x_results_by_topic_v3_and_below:
+            _encode_AddPartitionsToTxnResponseTopicResult_v0(e_results_by_topic_v3_and_below, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -914,12 +913,12 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddPart
     else:
         if n > blen - pos:
             raise _invalid('array ResultsByTopicV3AndBelow declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = []
+        app_results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
-            app(x)
-        o.results_by_topic_v3_and_below = lst
+            x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
+            app_results_by_topic_v3_and_below(x_results_by_topic_v3_and_below)
+        o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -946,17 +945,17 @@ def _encode_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, out: by
     if o.results_by_transaction is None or len(o.results_by_transaction) != 0:
         raise FieldNotInVersionError('non-default ResultsByTransaction cannot be written', version=3)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results_by_topic_v3_and_below
-    if x is None:
+    x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
+    if x_results_by_topic_v3_and_below is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTopicV3AndBelow is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_results_by_topic_v3_and_below) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnResponseTopicResult_v3(e, out)
+        for e_results_by_topic_v3_and_below in x_results_by_topic_v3_and_below:
+            _encode_AddPartitionsToTxnResponseTopicResult_v3(e_results_by_topic_v3_and_below, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -980,12 +979,12 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: int) -> tuple[AddPart
     else:
         if n > blen - pos:
             raise _invalid('array ResultsByTransaction declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results_by_transaction: list[AddPartitionsToTxnResponseResult] = []
+        app_results_by_transaction = lst_results_by_transaction.append
         for _ in range(n):
-            x, pos = _decode_AddPartitionsToTxnResponseResult_v4(buf, pos)
-            app(x)
-        o.results_by_transaction = lst
+            x_results_by_transaction, pos = _decode_AddPartitionsToTxnResponseResult_v4(buf, pos)
+            app_results_by_transaction(x_results_by_transaction)
+        o.results_by_transaction = lst_results_by_transaction
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1012,17 +1011,17 @@ def _encode_AddPartitionsToTxnResponse_v4(o: AddPartitionsToTxnResponse, out: by
     if o.results_by_topic_v3_and_below is None or len(o.results_by_topic_v3_and_below) != 0:
         raise FieldNotInVersionError('non-default ResultsByTopicV3AndBelow cannot be written', version=4)
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.results_by_transaction
-    if x is None:
+    x_results_by_transaction = o.results_by_transaction
+    if x_results_by_transaction is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTransaction is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_results_by_transaction) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddPartitionsToTxnResponseResult_v4(e, out)
+        for e_results_by_transaction in x_results_by_transaction:
+            _encode_AddPartitionsToTxnResponseResult_v4(e_results_by_transaction, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -135,32 +135,32 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[AddRaf
 
 
 def _encode_AddRaftVoterRequestListener_v0(o: AddRaftVoterRequestListener, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S0.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -202,12 +202,12 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[AddRaftVoterRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -231,33 +231,33 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
 
 
 def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, out: bytearray) -> None:
-    if o.ack_when_committed != True:
+    if not o.ack_when_committed:
         raise FieldNotInVersionError('non-default AckWhenCommitted cannot be written', version=0)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S1.pack(o.timeout_ms, o.voter_id, o.voter_directory_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddRaftVoterRequestListener_v0(e, out)
+        for e_listeners in x_listeners:
+            _encode_AddRaftVoterRequestListener_v0(e_listeners, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -297,12 +297,12 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[AddRaftVoterRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     o.ack_when_committed, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -328,31 +328,31 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
 
 
 def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S1.pack(o.timeout_ms, o.voter_id, o.voter_directory_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AddRaftVoterRequestListener_v0(e, out)
+        for e_listeners in x_listeners:
+            _encode_AddRaftVoterRequestListener_v0(e_listeners, out)
     out += _S2.pack(o.ack_when_committed)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -405,19 +405,19 @@ def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterR
 
 def _encode_AddRaftVoterResponse_v0(o: AddRaftVoterResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -148,24 +148,24 @@ def _decode_AlterClientQuotasRequestEntityData_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_AlterClientQuotasRequestEntityData_v0(o: AlterClientQuotasRequestEntityData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.entity_name
-    if x is None:
+        out += _S0.pack(len(b_entity_type))
+        out += b_entity_type
+    x_entity_name = o.entity_name
+    if x_entity_name is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_name = x_entity_name.encode()
+        if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_entity_name))
+        out += b_entity_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -228,32 +228,32 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: int) -> tuple
 
 
 def _encode_AlterClientQuotasRequestEntityData_v1(o: AlterClientQuotasRequestEntityData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.entity_name
-    if x is None:
+        out += b_entity_type
+    x_entity_name = o.entity_name
+    if x_entity_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_name = x_entity_name.encode()
+        if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_entity_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -282,15 +282,15 @@ def _decode_AlterClientQuotasRequestOpData_v0(buf: bytes, pos: int) -> tuple[Alt
 
 
 def _encode_AlterClientQuotasRequestOpData_v0(o: AlterClientQuotasRequestOpData, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_key))
+        out += b_key
     out += _S1.pack(o.value, o.remove)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -340,19 +340,19 @@ def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: int) -> tuple[Alt
 
 
 def _encode_AlterClientQuotasRequestOpData_v1(o: AlterClientQuotasRequestOpData, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=1)
-        m = len(b) + 1
+        m = len(b_key) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_key
     out += _S1.pack(o.value, o.remove)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -370,12 +370,12 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entity: list[AlterClientQuotasRequestEntityData] = []
+        app_entity = lst_entity.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasRequestEntityData_v0(buf, pos)
-            app(x)
-        o.entity = lst
+            x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v0(buf, pos)
+            app_entity(x_entity)
+        o.entity = lst_entity
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -383,31 +383,31 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Ops declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ops: list[AlterClientQuotasRequestOpData] = []
+        app_ops = lst_ops.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasRequestOpData_v0(buf, pos)
-            app(x)
-        o.ops = lst
+            x_ops, pos = _decode_AlterClientQuotasRequestOpData_v0(buf, pos)
+            app_ops(x_ops)
+        o.ops = lst_ops
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntryData, out: bytearray) -> None:
-    x = o.entity
-    if x is None:
+    x_entity = o.entity
+    if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterClientQuotasRequestEntityData_v0(e, out)
-    x = o.ops
-    if x is None:
+        out += _S2.pack(len(x_entity))
+        for e_entity in x_entity:
+            _encode_AlterClientQuotasRequestEntityData_v0(e_entity, out)
+    x_ops = o.ops
+    if x_ops is None:
         raise ValueOutOfRangeError('non-nullable field Ops is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterClientQuotasRequestOpData_v0(e, out)
+        out += _S2.pack(len(x_ops))
+        for e_ops in x_ops:
+            _encode_AlterClientQuotasRequestOpData_v0(e_ops, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -426,12 +426,12 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entity: list[AlterClientQuotasRequestEntityData] = []
+        app_entity = lst_entity.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasRequestEntityData_v1(buf, pos)
-            app(x)
-        o.entity = lst
+            x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v1(buf, pos)
+            app_entity(x_entity)
+        o.entity = lst_entity
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -443,12 +443,12 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Ops declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ops: list[AlterClientQuotasRequestOpData] = []
+        app_ops = lst_ops.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasRequestOpData_v1(buf, pos)
-            app(x)
-        o.ops = lst
+            x_ops, pos = _decode_AlterClientQuotasRequestOpData_v1(buf, pos)
+            app_ops(x_ops)
+        o.ops = lst_ops
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -472,28 +472,28 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntryData, out: bytearray) -> None:
-    x = o.entity
-    if x is None:
+    x_entity = o.entity
+    if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_entity) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterClientQuotasRequestEntityData_v1(e, out)
-    x = o.ops
-    if x is None:
+        for e_entity in x_entity:
+            _encode_AlterClientQuotasRequestEntityData_v1(e_entity, out)
+    x_ops = o.ops
+    if x_ops is None:
         raise ValueOutOfRangeError('non-nullable field Ops is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_ops) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterClientQuotasRequestOpData_v1(e, out)
+        for e_ops in x_ops:
+            _encode_AlterClientQuotasRequestOpData_v1(e_ops, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -510,12 +510,12 @@ def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[AlterClie
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entries: list[AlterClientQuotasRequestEntryData] = []
+        app_entries = lst_entries.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasRequestEntryData_v0(buf, pos)
-            app(x)
-        o.entries = lst
+            x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v0(buf, pos)
+            app_entries(x_entries)
+        o.entries = lst_entries
     o.validate_only, = _S3.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -523,13 +523,13 @@ def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[AlterClie
 
 
 def _encode_AlterClientQuotasRequest_v0(o: AlterClientQuotasRequest, out: bytearray) -> None:
-    x = o.entries
-    if x is None:
+    x_entries = o.entries
+    if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterClientQuotasRequestEntryData_v0(e, out)
+        out += _S2.pack(len(x_entries))
+        for e_entries in x_entries:
+            _encode_AlterClientQuotasRequestEntryData_v0(e_entries, out)
     out += _S3.pack(o.validate_only)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -549,12 +549,12 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[AlterClie
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entries: list[AlterClientQuotasRequestEntryData] = []
+        app_entries = lst_entries.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasRequestEntryData_v1(buf, pos)
-            app(x)
-        o.entries = lst
+            x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v1(buf, pos)
+            app_entries(x_entries)
+        o.entries = lst_entries
     o.validate_only, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -580,17 +580,17 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[AlterClie
 
 
 def _encode_AlterClientQuotasRequest_v1(o: AlterClientQuotasRequest, out: bytearray) -> None:
-    x = o.entries
-    if x is None:
+    x_entries = o.entries
+    if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_entries) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterClientQuotasRequestEntryData_v1(e, out)
+        for e_entries in x_entries:
+            _encode_AlterClientQuotasRequestEntryData_v1(e_entries, out)
     out += _S3.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -630,24 +630,24 @@ def _decode_AlterClientQuotasResponseEntityData_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_AlterClientQuotasResponseEntityData_v0(o: AlterClientQuotasResponseEntityData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.entity_name
-    if x is None:
+        out += _S0.pack(len(b_entity_type))
+        out += b_entity_type
+    x_entity_name = o.entity_name
+    if x_entity_name is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_name = x_entity_name.encode()
+        if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_entity_name))
+        out += b_entity_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -710,32 +710,32 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> tupl
 
 
 def _encode_AlterClientQuotasResponseEntityData_v1(o: AlterClientQuotasResponseEntityData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.entity_name
-    if x is None:
+        out += b_entity_type
+    x_entity_name = o.entity_name
+    if x_entity_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_name = x_entity_name.encode()
+        if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_entity_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -764,34 +764,34 @@ def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entity: list[AlterClientQuotasResponseEntityData] = []
+        app_entity = lst_entity.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasResponseEntityData_v0(buf, pos)
-            app(x)
-        o.entity = lst
+            x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v0(buf, pos)
+            app_entity(x_entity)
+        o.entity = lst_entity
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterClientQuotasResponseEntryData_v0(o: AlterClientQuotasResponseEntryData, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.entity
-    if x is None:
+        out += _S0.pack(len(b_error_message))
+        out += b_error_message
+    x_entity = o.entity
+    if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterClientQuotasResponseEntityData_v0(e, out)
+        out += _S2.pack(len(x_entity))
+        for e_entity in x_entity:
+            _encode_AlterClientQuotasResponseEntityData_v0(e_entity, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -828,12 +828,12 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entity: list[AlterClientQuotasResponseEntityData] = []
+        app_entity = lst_entity.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasResponseEntityData_v1(buf, pos)
-            app(x)
-        o.entity = lst
+            x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v1(buf, pos)
+            app_entity(x_entity)
+        o.entity = lst_entity
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -858,30 +858,30 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
 
 def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEntryData, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.entity
-    if x is None:
+        out += b_error_message
+    x_entity = o.entity
+    if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_entity) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterClientQuotasResponseEntityData_v1(e, out)
+        for e_entity in x_entity:
+            _encode_AlterClientQuotasResponseEntityData_v1(e_entity, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -898,25 +898,25 @@ def _decode_AlterClientQuotasResponse_v0(buf: bytes, pos: int) -> tuple[AlterCli
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entries: list[AlterClientQuotasResponseEntryData] = []
+        app_entries = lst_entries.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasResponseEntryData_v0(buf, pos)
-            app(x)
-        o.entries = lst
+            x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v0(buf, pos)
+            app_entries(x_entries)
+        o.entries = lst_entries
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterClientQuotasResponse_v0(o: AlterClientQuotasResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.entries
-    if x is None:
+    x_entries = o.entries
+    if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterClientQuotasResponseEntryData_v0(e, out)
+        out += _S2.pack(len(x_entries))
+        for e_entries in x_entries:
+            _encode_AlterClientQuotasResponseEntryData_v0(e_entries, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -937,12 +937,12 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[AlterCli
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entries: list[AlterClientQuotasResponseEntryData] = []
+        app_entries = lst_entries.append
         for _ in range(n):
-            x, pos = _decode_AlterClientQuotasResponseEntryData_v1(buf, pos)
-            app(x)
-        o.entries = lst
+            x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v1(buf, pos)
+            app_entries(x_entries)
+        o.entries = lst_entries
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -967,17 +967,17 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[AlterCli
 
 def _encode_AlterClientQuotasResponse_v1(o: AlterClientQuotasResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.entries
-    if x is None:
+    x_entries = o.entries
+    if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_entries) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterClientQuotasResponseEntryData_v1(e, out)
+        for e_entries in x_entries:
+            _encode_AlterClientQuotasResponseEntryData_v1(e_entries, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

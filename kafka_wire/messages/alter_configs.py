@@ -127,24 +127,24 @@ def _decode_AlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_AlterConfigsRequestAlterableConfig_v0(o: AlterConfigsRequestAlterableConfig, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.value
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_value))
+        out += b_value
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -207,32 +207,32 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: int) -> tuple
 
 
 def _encode_AlterConfigsRequestAlterableConfig_v2(o: AlterConfigsRequestAlterableConfig, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=2)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -261,34 +261,34 @@ def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[AlterC
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[AlterConfigsRequestAlterableConfig] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_AlterConfigsRequestAlterableConfig_v0(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v0(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterConfigsRequestResource_v0(o: AlterConfigsRequestResource, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.configs
-    if x is None:
+        out += _S0.pack(len(b_resource_name))
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterConfigsRequestAlterableConfig_v0(e, out)
+        out += _S2.pack(len(x_configs))
+        for e_configs in x_configs:
+            _encode_AlterConfigsRequestAlterableConfig_v0(e_configs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -325,12 +325,12 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[AlterConfigsRequestAlterableConfig] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_AlterConfigsRequestAlterableConfig_v2(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v2(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -355,30 +355,30 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
 
 def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.configs
-    if x is None:
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterConfigsRequestAlterableConfig_v2(e, out)
+        for e_configs in x_configs:
+            _encode_AlterConfigsRequestAlterableConfig_v2(e_configs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -395,12 +395,12 @@ def _decode_AlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[AlterConfigsRe
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[AlterConfigsRequestResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_AlterConfigsRequestResource_v0(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_AlterConfigsRequestResource_v0(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.validate_only, = _S4.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -408,13 +408,13 @@ def _decode_AlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[AlterConfigsRe
 
 
 def _encode_AlterConfigsRequest_v0(o: AlterConfigsRequest, out: bytearray) -> None:
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterConfigsRequestResource_v0(e, out)
+        out += _S2.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_AlterConfigsRequestResource_v0(e_resources, out)
     out += _S4.pack(o.validate_only)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -434,12 +434,12 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRe
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[AlterConfigsRequestResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_AlterConfigsRequestResource_v2(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_AlterConfigsRequestResource_v2(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.validate_only, = _S4.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -465,17 +465,17 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRe
 
 
 def _encode_AlterConfigsRequest_v2(o: AlterConfigsRequest, out: bytearray) -> None:
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_resources) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterConfigsRequestResource_v2(e, out)
+        for e_resources in x_resources:
+            _encode_AlterConfigsRequestResource_v2(e_resources, out)
     out += _S4.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -516,25 +516,25 @@ def _decode_AlterConfigsResponseResourceResponse_v0(buf: bytes, pos: int) -> tup
 
 def _encode_AlterConfigsResponseResourceResponse_v0(o: AlterConfigsResponseResourceResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_error_message))
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_resource_name))
+        out += b_resource_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -602,33 +602,33 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: int) -> tup
 
 def _encode_AlterConfigsResponseResourceResponse_v2(o: AlterConfigsResponseResourceResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -645,25 +645,25 @@ def _decode_AlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[AlterConfigsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[AlterConfigsResponseResourceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_AlterConfigsResponseResourceResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterConfigsResponse_v0(o: AlterConfigsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_AlterConfigsResponseResourceResponse_v0(e, out)
+        out += _S2.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_AlterConfigsResponseResourceResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -684,12 +684,12 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[AlterConfigsResponseResourceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_AlterConfigsResponseResourceResponse_v2(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v2(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -714,17 +714,17 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
 
 def _encode_AlterConfigsResponse_v2(o: AlterConfigsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterConfigsResponseResourceResponse_v2(e, out)
+        for e_responses in x_responses:
+            _encode_AlterConfigsResponseResourceResponse_v2(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

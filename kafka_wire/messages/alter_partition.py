@@ -229,16 +229,16 @@ def _encode_AlterPartitionRequestPartitionData_v0(o: AlterPartitionRequestPartit
     if o.leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
     out += _S1.pack(o.partition_index, o.leader_epoch)
-    x = o.new_isr
-    if x is None:
+    x_new_isr = o.new_isr
+    if x_new_isr is None:
         raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_new_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_new_isr)}i', *x_new_isr)
     out += _S2.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -293,16 +293,16 @@ def _encode_AlterPartitionRequestPartitionData_v1(o: AlterPartitionRequestPartit
     if o.new_isr_with_epochs is None or len(o.new_isr_with_epochs) != 0:
         raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=1)
     out += _S1.pack(o.partition_index, o.leader_epoch)
-    x = o.new_isr
-    if x is None:
+    x_new_isr = o.new_isr
+    if x_new_isr is None:
         raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_new_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_new_isr)}i', *x_new_isr)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -327,12 +327,12 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array NewIsrWithEpochs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_new_isr_with_epochs: list[AlterPartitionRequestBrokerState] = []
+        app_new_isr_with_epochs = lst_new_isr_with_epochs.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestBrokerState_v3(buf, pos)
-            app(x)
-        o.new_isr_with_epochs = lst
+            x_new_isr_with_epochs, pos = _decode_AlterPartitionRequestBrokerState_v3(buf, pos)
+            app_new_isr_with_epochs(x_new_isr_with_epochs)
+        o.new_isr_with_epochs = lst_new_isr_with_epochs
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -361,17 +361,17 @@ def _encode_AlterPartitionRequestPartitionData_v3(o: AlterPartitionRequestPartit
     if o.new_isr is None or len(o.new_isr) != 0:
         raise FieldNotInVersionError('non-default NewIsr cannot be written', version=3)
     out += _S1.pack(o.partition_index, o.leader_epoch)
-    x = o.new_isr_with_epochs
-    if x is None:
+    x_new_isr_with_epochs = o.new_isr_with_epochs
+    if x_new_isr_with_epochs is None:
         raise ValueOutOfRangeError('non-nullable field NewIsrWithEpochs is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_new_isr_with_epochs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestBrokerState_v3(e, out)
+        for e_new_isr_with_epochs in x_new_isr_with_epochs:
+            _encode_AlterPartitionRequestBrokerState_v3(e_new_isr_with_epochs, out)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -410,12 +410,12 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Alt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -439,30 +439,30 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Alt
 
 
 def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -500,12 +500,12 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[Alt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -529,30 +529,30 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[Alt
 
 
 def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestPartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionRequestPartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -577,12 +577,12 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -607,17 +607,17 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
 
 def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData, out: bytearray) -> None:
     out += _S4.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestPartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionRequestPartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -642,12 +642,12 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[Alt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestPartitionData_v3(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v3(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -672,17 +672,17 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[Alt
 
 def _encode_AlterPartitionRequestTopicData_v3(o: AlterPartitionRequestTopicData, out: bytearray) -> None:
     out += _S4.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestPartitionData_v3(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionRequestPartitionData_v3(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -705,12 +705,12 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartiti
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionRequestTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -735,17 +735,17 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartiti
 
 def _encode_AlterPartitionRequest_v0(o: AlterPartitionRequest, out: bytearray) -> None:
     out += _S0.pack(o.broker_id, o.broker_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -768,12 +768,12 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartiti
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionRequestTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -798,17 +798,17 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartiti
 
 def _encode_AlterPartitionRequest_v1(o: AlterPartitionRequest, out: bytearray) -> None:
     out += _S0.pack(o.broker_id, o.broker_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestTopicData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionRequestTopicData_v1(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -831,12 +831,12 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: int) -> tuple[AlterPartiti
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestTopicData_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionRequestTopicData_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -861,17 +861,17 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: int) -> tuple[AlterPartiti
 
 def _encode_AlterPartitionRequest_v2(o: AlterPartitionRequest, out: bytearray) -> None:
     out += _S0.pack(o.broker_id, o.broker_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestTopicData_v2(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionRequestTopicData_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -894,12 +894,12 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: int) -> tuple[AlterPartiti
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionRequestTopicData_v3(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionRequestTopicData_v3(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -924,17 +924,17 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: int) -> tuple[AlterPartiti
 
 def _encode_AlterPartitionRequest_v3(o: AlterPartitionRequest, out: bytearray) -> None:
     out += _S0.pack(o.broker_id, o.broker_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionRequestTopicData_v3(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionRequestTopicData_v3(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -986,16 +986,16 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
 
 def _encode_AlterPartitionResponsePartitionData_v0(o: AlterPartitionResponsePartitionData, out: bytearray) -> None:
     out += _S5.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_isr)}i', *x_isr)
     out += _S2.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1047,16 +1047,16 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
 
 def _encode_AlterPartitionResponsePartitionData_v1(o: AlterPartitionResponsePartitionData, out: bytearray) -> None:
     out += _S5.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_isr)}i', *x_isr)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1095,12 +1095,12 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[Al
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1124,30 +1124,30 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[Al
 
 
 def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionResponsePartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1185,12 +1185,12 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[Al
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1214,30 +1214,30 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[Al
 
 
 def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionResponsePartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionResponsePartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1262,12 +1262,12 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1292,17 +1292,17 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
 
 def _encode_AlterPartitionResponseTopicData_v2(o: AlterPartitionResponseTopicData, out: bytearray) -> None:
     out += _S4.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionResponsePartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionResponsePartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1325,12 +1325,12 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartit
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1355,17 +1355,17 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartit
 
 def _encode_AlterPartitionResponse_v0(o: AlterPartitionResponse, out: bytearray) -> None:
     out += _S6.pack(o.throttle_time_ms, o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionResponseTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1388,12 +1388,12 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartit
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionResponseTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionResponseTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1418,17 +1418,17 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartit
 
 def _encode_AlterPartitionResponse_v1(o: AlterPartitionResponse, out: bytearray) -> None:
     out += _S6.pack(o.throttle_time_ms, o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionResponseTopicData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionResponseTopicData_v1(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1451,12 +1451,12 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: int) -> tuple[AlterPartit
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionResponseTopicData_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionResponseTopicData_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1481,17 +1481,17 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: int) -> tuple[AlterPartit
 
 def _encode_AlterPartitionResponse_v2(o: AlterPartitionResponse, out: bytearray) -> None:
     out += _S6.pack(o.throttle_time_ms, o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionResponseTopicData_v2(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionResponseTopicData_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

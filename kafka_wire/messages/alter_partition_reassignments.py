@@ -152,16 +152,16 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
 
 def _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(o: AlterPartitionReassignmentsRequestReassignablePartition, out: bytearray) -> None:
     out += _S0.pack(o.partition_index)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -198,12 +198,12 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionReassignmentsRequestReassignablePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -227,30 +227,30 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
 
 
 def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterPartitionReassignmentsRequestReassignableTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -274,12 +274,12 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionReassignmentsRequestReassignableTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -303,20 +303,20 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_AlterPartitionReassignmentsRequest_v0(o: AlterPartitionReassignmentsRequest, out: bytearray) -> None:
-    if o.allow_replication_factor_change != True:
+    if not o.allow_replication_factor_change:
         raise FieldNotInVersionError('non-default AllowReplicationFactorChange cannot be written', version=0)
     out += _S0.pack(o.timeout_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -339,12 +339,12 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterPartitionReassignmentsRequestReassignableTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -369,17 +369,17 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: int) -> tuple
 
 def _encode_AlterPartitionReassignmentsRequest_v1(o: AlterPartitionReassignmentsRequest, out: bytearray) -> None:
     out += _S1.pack(o.timeout_ms, o.allow_replication_factor_change)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -431,19 +431,19 @@ def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
 
 def _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(o: AlterPartitionReassignmentsResponseReassignablePartitionResponse, out: bytearray) -> None:
     out += _S2.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -480,12 +480,12 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterPartitionReassignmentsResponseReassignablePartitionResponse] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -509,30 +509,30 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
 
 
 def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: AlterPartitionReassignmentsResponseReassignableTopicResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -572,12 +572,12 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -602,30 +602,30 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tupl
 
 def _encode_AlterPartitionReassignmentsResponse_v0(o: AlterPartitionReassignmentsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.responses
-    if x is None:
+        out += b_error_message
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(e, out)
+        for e_responses in x_responses:
+            _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -664,12 +664,12 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -694,30 +694,30 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: int) -> tupl
 
 def _encode_AlterPartitionReassignmentsResponse_v1(o: AlterPartitionReassignmentsResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms, o.allow_replication_factor_change, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.responses
-    if x is None:
+        out += b_error_message
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(e, out)
+        for e_responses in x_responses:
+            _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

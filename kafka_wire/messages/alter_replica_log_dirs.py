@@ -129,20 +129,20 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -202,29 +202,29 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(o: AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -253,33 +253,33 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: int
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(o: AlterReplicaLogDirsRequestAlterReplicaLogDir, out: bytearray) -> None:
-    x = o.path
-    if x is None:
+    x_path = o.path
+    if x_path is None:
         raise ValueOutOfRangeError('non-nullable field Path is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_path = x_path.encode()
+        if len(b_path) > 0x7FFF:
             raise ValueOutOfRangeError('string field Path is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S0.pack(len(b_path))
+        out += b_path
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -314,12 +314,12 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -343,30 +343,30 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(o: AlterReplicaLogDirsRequestAlterReplicaLogDir, out: bytearray) -> None:
-    x = o.path
-    if x is None:
+    x_path = o.path
+    if x_path is None:
         raise ValueOutOfRangeError('non-nullable field Path is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_path = x_path.encode()
+        if len(b_path) > 0x7FFF:
             raise ValueOutOfRangeError('string field Path is too long', version=2)
-        m = len(b) + 1
+        m = len(b_path) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_path
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -383,24 +383,24 @@ def _decode_AlterReplicaLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[AlterRe
     else:
         if n > blen - pos:
             raise _invalid('array Dirs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_dirs: list[AlterReplicaLogDirsRequestAlterReplicaLogDir] = []
+        app_dirs = lst_dirs.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf, pos)
-            app(x)
-        o.dirs = lst
+            x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf, pos)
+            app_dirs(x_dirs)
+        o.dirs = lst_dirs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterReplicaLogDirsRequest_v0(o: AlterReplicaLogDirsRequest, out: bytearray) -> None:
-    x = o.dirs
-    if x is None:
+    x_dirs = o.dirs
+    if x_dirs is None:
         raise ValueOutOfRangeError('non-nullable field Dirs is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(e, out)
+        out += _S1.pack(len(x_dirs))
+        for e_dirs in x_dirs:
+            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(e_dirs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -419,12 +419,12 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[AlterRe
     else:
         if n > blen - pos:
             raise _invalid('array Dirs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_dirs: list[AlterReplicaLogDirsRequestAlterReplicaLogDir] = []
+        app_dirs = lst_dirs.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf, pos)
-            app(x)
-        o.dirs = lst
+            x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf, pos)
+            app_dirs(x_dirs)
+        o.dirs = lst_dirs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -448,17 +448,17 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[AlterRe
 
 
 def _encode_AlterReplicaLogDirsRequest_v2(o: AlterReplicaLogDirsRequest, out: bytearray) -> None:
-    x = o.dirs
-    if x is None:
+    x_dirs = o.dirs
+    if x_dirs is None:
         raise ValueOutOfRangeError('non-nullable field Dirs is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_dirs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(e, out)
+        for e_dirs in x_dirs:
+            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(e_dirs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -467,7 +467,6 @@ def _encode_AlterReplicaLogDirsRequest_v2(o: AlterReplicaLogDirsRequest, out: by
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, int]:
     o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
-    blen = len(buf)
     o.partition_index, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -537,33 +536,33 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: byt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(o: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(e, out)
+        out += _S1.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -598,12 +597,12 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -627,30 +626,30 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
 
 
 def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(o: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -667,25 +666,25 @@ def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[AlterR
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_AlterReplicaLogDirsResponse_v0(o: AlterReplicaLogDirsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(e, out)
+        out += _S1.pack(len(x_results))
+        for e_results in x_results:
+            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -706,12 +705,12 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[AlterR
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -736,17 +735,17 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[AlterR
 
 def _encode_AlterReplicaLogDirsResponse_v2(o: AlterReplicaLogDirsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(e, out)
+        for e_results in x_results:
+            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

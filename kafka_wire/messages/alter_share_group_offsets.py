@@ -171,12 +171,12 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterShareGroupOffsetsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -200,30 +200,30 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsRequestTopic, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterShareGroupOffsetsRequestPartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterShareGroupOffsetsRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -260,12 +260,12 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Alte
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AlterShareGroupOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AlterShareGroupOffsetsRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AlterShareGroupOffsetsRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -289,30 +289,30 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Alte
 
 
 def _encode_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterShareGroupOffsetsRequestTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AlterShareGroupOffsetsRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -364,19 +364,19 @@ def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) -> 
 
 def _encode_AlterShareGroupOffsetsResponsePartition_v0(o: AlterShareGroupOffsetsResponsePartition, out: bytearray) -> None:
     out += _S1.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -416,12 +416,12 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AlterShareGroupOffsetsResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -445,31 +445,31 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResponseTopic, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S2.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterShareGroupOffsetsResponsePartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AlterShareGroupOffsetsResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -508,12 +508,12 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[Alt
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[AlterShareGroupOffsetsResponseTopic] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_AlterShareGroupOffsetsResponseTopic_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_AlterShareGroupOffsetsResponseTopic_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -538,30 +538,30 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[Alt
 
 def _encode_AlterShareGroupOffsetsResponse_v0(o: AlterShareGroupOffsetsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.responses
-    if x is None:
+        out += b_error_message
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterShareGroupOffsetsResponseTopic_v0(e, out)
+        for e_responses in x_responses:
+            _encode_AlterShareGroupOffsetsResponseTopic_v0(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -138,19 +138,19 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: byte
 
 
 def _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(o: AlterUserScramCredentialsRequestScramCredentialDeletion, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S0.pack(o.mechanism)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -230,42 +230,42 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
 
 
 def _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(o: AlterUserScramCredentialsRequestScramCredentialUpsertion, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S1.pack(o.mechanism, o.iterations)
-    x = o.salt
-    if x is None:
+    x_salt = o.salt
+    if x_salt is None:
         raise ValueOutOfRangeError('non-nullable field Salt is None', version=0)
     else:
-        b = x
-        m = len(b) + 1
+        b_salt = x_salt
+        m = len(b_salt) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.salted_password
-    if x is None:
+        out += b_salt
+    x_salted_password = o.salted_password
+    if x_salted_password is None:
         raise ValueOutOfRangeError('non-nullable field SaltedPassword is None', version=0)
     else:
-        b = x
-        m = len(b) + 1
+        b_salted_password = x_salted_password
+        m = len(b_salted_password) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_salted_password
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -286,12 +286,12 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
     else:
         if n > blen - pos:
             raise _invalid('array Deletions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_deletions: list[AlterUserScramCredentialsRequestScramCredentialDeletion] = []
+        app_deletions = lst_deletions.append
         for _ in range(n):
-            x, pos = _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf, pos)
-            app(x)
-        o.deletions = lst
+            x_deletions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf, pos)
+            app_deletions(x_deletions)
+        o.deletions = lst_deletions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -303,12 +303,12 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
     else:
         if n > blen - pos:
             raise _invalid('array Upsertions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_upsertions: list[AlterUserScramCredentialsRequestScramCredentialUpsertion] = []
+        app_upsertions = lst_upsertions.append
         for _ in range(n):
-            x, pos = _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf, pos)
-            app(x)
-        o.upsertions = lst
+            x_upsertions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf, pos)
+            app_upsertions(x_upsertions)
+        o.upsertions = lst_upsertions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -332,28 +332,28 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
 
 
 def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequest, out: bytearray) -> None:
-    x = o.deletions
-    if x is None:
+    x_deletions = o.deletions
+    if x_deletions is None:
         raise ValueOutOfRangeError('non-nullable field Deletions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_deletions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(e, out)
-    x = o.upsertions
-    if x is None:
+        for e_deletions in x_deletions:
+            _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(e_deletions, out)
+    x_upsertions = o.upsertions
+    if x_upsertions is None:
         raise ValueOutOfRangeError('non-nullable field Upsertions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_upsertions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(e, out)
+        for e_upsertions in x_upsertions:
+            _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(e_upsertions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -420,33 +420,33 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) -> 
 
 
 def _encode_AlterUserScramCredentialsResponseResult_v0(o: AlterUserScramCredentialsResponseResult, out: bytearray) -> None:
-    x = o.user
-    if x is None:
+    x_user = o.user
+    if x_user is None:
         raise ValueOutOfRangeError('non-nullable field User is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_user = x_user.encode()
+        if len(b_user) > 0x7FFF:
             raise ValueOutOfRangeError('string field User is too long', version=0)
-        m = len(b) + 1
+        m = len(b_user) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_user
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -469,12 +469,12 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[AlterUserScramCredentialsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_AlterUserScramCredentialsResponseResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_AlterUserScramCredentialsResponseResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -499,17 +499,17 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
 
 def _encode_AlterUserScramCredentialsResponse_v0(o: AlterUserScramCredentialsResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AlterUserScramCredentialsResponseResult_v0(e, out)
+        for e_results in x_results:
+            _encode_AlterUserScramCredentialsResponseResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

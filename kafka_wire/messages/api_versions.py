@@ -111,7 +111,6 @@ class ApiVersionsResponse(Message):
 
 def _decode_ApiVersionsRequest_v0(buf: bytes, pos: int) -> tuple[ApiVersionsRequest, int]:
     o = _new(ApiVersionsRequest)
-    blen = len(buf)
     o.client_software_name = ''
     o.client_software_version = ''
     o.cluster_id = None
@@ -185,32 +184,32 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRequ
 
 
 def _encode_ApiVersionsRequest_v3(o: ApiVersionsRequest, out: bytearray) -> None:
-    x = o.client_software_name
-    if x is None:
+    x_client_software_name = o.client_software_name
+    if x_client_software_name is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_software_name = x_client_software_name.encode()
+        if len(b_client_software_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientSoftwareName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_client_software_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_software_version
-    if x is None:
+        out += b_client_software_name
+    x_client_software_version = o.client_software_version
+    if x_client_software_version is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareVersion is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_software_version = x_client_software_version.encode()
+        if len(b_client_software_version) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientSoftwareVersion is too long', version=3)
-        m = len(b) + 1
+        m = len(b_client_software_version) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_client_software_version
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -293,45 +292,45 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: int) -> tuple[ApiVersionsRequ
 
 
 def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, out: bytearray) -> None:
-    x = o.client_software_name
-    if x is None:
+    x_client_software_name = o.client_software_name
+    if x_client_software_name is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareName is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_software_name = x_client_software_name.encode()
+        if len(b_client_software_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientSoftwareName is too long', version=5)
-        m = len(b) + 1
+        m = len(b_client_software_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_software_version
-    if x is None:
+        out += b_client_software_name
+    x_client_software_version = o.client_software_version
+    if x_client_software_version is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareVersion is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_software_version = x_client_software_version.encode()
+        if len(b_client_software_version) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientSoftwareVersion is too long', version=5)
-        m = len(b) + 1
+        m = len(b_client_software_version) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.cluster_id
-    if x is None:
+        out += b_client_software_version
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S0.pack(o.node_id)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -341,7 +340,6 @@ def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, out: bytearray) -> None
 
 def _decode_ApiVersionsResponseApiVersion_v0(buf: bytes, pos: int) -> tuple[ApiVersionsResponseApiVersion, int]:
     o = _new(ApiVersionsResponseApiVersion)
-    blen = len(buf)
     o.api_key, o.min_version, o.max_version = _S1.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -433,19 +431,19 @@ def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: int) -> t
 
 
 def _encode_ApiVersionsResponseSupportedFeatureKey_v3(o: ApiVersionsResponseSupportedFeatureKey, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -497,19 +495,19 @@ def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: int) -> t
 
 
 def _encode_ApiVersionsResponseFinalizedFeatureKey_v3(o: ApiVersionsResponseFinalizedFeatureKey, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -532,25 +530,25 @@ def _decode_ApiVersionsResponse_v0(buf: bytes, pos: int) -> tuple[ApiVersionsRes
     else:
         if n > blen - pos:
             raise _invalid('array ApiKeys declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_api_keys: list[ApiVersionsResponseApiVersion] = []
+        app_api_keys = lst_api_keys.append
         for _ in range(n):
-            x, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
-            app(x)
-        o.api_keys = lst
+            x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
+            app_api_keys(x_api_keys)
+        o.api_keys = lst_api_keys
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ApiVersionsResponse_v0(o: ApiVersionsResponse, out: bytearray) -> None:
     out += _S4.pack(o.error_code)
-    x = o.api_keys
-    if x is None:
+    x_api_keys = o.api_keys
+    if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_ApiVersionsResponseApiVersion_v0(e, out)
+        out += _S0.pack(len(x_api_keys))
+        for e_api_keys in x_api_keys:
+            _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -569,12 +567,12 @@ def _decode_ApiVersionsResponse_v1(buf: bytes, pos: int) -> tuple[ApiVersionsRes
     else:
         if n > blen - pos:
             raise _invalid('array ApiKeys declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_api_keys: list[ApiVersionsResponseApiVersion] = []
+        app_api_keys = lst_api_keys.append
         for _ in range(n):
-            x, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
-            app(x)
-        o.api_keys = lst
+            x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
+            app_api_keys(x_api_keys)
+        o.api_keys = lst_api_keys
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -583,13 +581,13 @@ def _decode_ApiVersionsResponse_v1(buf: bytes, pos: int) -> tuple[ApiVersionsRes
 
 def _encode_ApiVersionsResponse_v1(o: ApiVersionsResponse, out: bytearray) -> None:
     out += _S4.pack(o.error_code)
-    x = o.api_keys
-    if x is None:
+    x_api_keys = o.api_keys
+    if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=1)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_ApiVersionsResponseApiVersion_v0(e, out)
+        out += _S0.pack(len(x_api_keys))
+        for e_api_keys in x_api_keys:
+            _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, out)
     out += _S0.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -615,12 +613,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
     else:
         if n > blen - pos:
             raise _invalid('array ApiKeys declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_api_keys: list[ApiVersionsResponseApiVersion] = []
+        app_api_keys = lst_api_keys.append
         for _ in range(n):
-            x, pos = _decode_ApiVersionsResponseApiVersion_v3(buf, pos)
-            app(x)
-        o.api_keys = lst
+            x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v3(buf, pos)
+            app_api_keys(x_api_keys)
+        o.api_keys = lst_api_keys
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -647,12 +645,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                 else:
                     if n > blen - pos:
                         raise _invalid('array SupportedFeatures declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = []
+                    app_supported_features = lst_supported_features.append
                     for _ in range(n):
-                        x, pos = _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf, pos)
-                        app(x)
-                    o.supported_features = lst
+                        x_supported_features, pos = _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf, pos)
+                        app_supported_features(x_supported_features)
+                    o.supported_features = lst_supported_features
             elif tag == 1:
                 o.finalized_features_epoch, = _S5.unpack_from(buf, pos)
                 pos += 8
@@ -668,12 +666,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                 else:
                     if n > blen - pos:
                         raise _invalid('array FinalizedFeatures declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = []
+                    app_finalized_features = lst_finalized_features.append
                     for _ in range(n):
-                        x, pos = _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf, pos)
-                        app(x)
-                    o.finalized_features = lst
+                        x_finalized_features, pos = _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf, pos)
+                        app_finalized_features(x_finalized_features)
+                    o.finalized_features = lst_finalized_features
             elif tag == 3:
                 o.zk_migration_ready, = _S6.unpack_from(buf, pos)
                 pos += 1
@@ -689,32 +687,32 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
 
 def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> None:
     out += _S4.pack(o.error_code)
-    x = o.api_keys
-    if x is None:
+    x_api_keys = o.api_keys
+    if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_api_keys) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ApiVersionsResponseApiVersion_v3(e, out)
+        for e_api_keys in x_api_keys:
+            _encode_ApiVersionsResponseApiVersion_v3(e_api_keys, out)
     out += _S0.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.supported_features is None or len(o.supported_features) != 0:
         t = bytearray()
-        x = o.supported_features
-        if x is None:
+        x_supported_features = o.supported_features
+        if x_supported_features is None:
             raise ValueOutOfRangeError('non-nullable field SupportedFeatures is None', version=3)
         else:
-            m = len(x) + 1
+            m = len(x_supported_features) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_ApiVersionsResponseSupportedFeatureKey_v3(e, t)
+            for e_supported_features in x_supported_features:
+                _encode_ApiVersionsResponseSupportedFeatureKey_v3(e_supported_features, t)
         known.append((0, t))
     if o.finalized_features_epoch != -1:
         t = bytearray()
@@ -722,19 +720,19 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
         known.append((1, t))
     if o.finalized_features is None or len(o.finalized_features) != 0:
         t = bytearray()
-        x = o.finalized_features
-        if x is None:
+        x_finalized_features = o.finalized_features
+        if x_finalized_features is None:
             raise ValueOutOfRangeError('non-nullable field FinalizedFeatures is None', version=3)
         else:
-            m = len(x) + 1
+            m = len(x_finalized_features) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_ApiVersionsResponseFinalizedFeatureKey_v3(e, t)
+            for e_finalized_features in x_finalized_features:
+                _encode_ApiVersionsResponseFinalizedFeatureKey_v3(e_finalized_features, t)
         known.append((2, t))
-    if o.zk_migration_ready != False:
+    if bool(o.zk_migration_ready):
         t = bytearray()
         t += _S6.pack(o.zk_migration_ready)
         known.append((3, t))

@@ -177,12 +177,12 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AssignReplicasToDirsRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AssignReplicasToDirsRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AssignReplicasToDirsRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -207,17 +207,17 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tup
 
 def _encode_AssignReplicasToDirsRequestTopicData_v0(o: AssignReplicasToDirsRequestTopicData, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AssignReplicasToDirsRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AssignReplicasToDirsRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -241,12 +241,12 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AssignReplicasToDirsRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AssignReplicasToDirsRequestTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AssignReplicasToDirsRequestTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -271,17 +271,17 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: int) ->
 
 def _encode_AssignReplicasToDirsRequestDirectoryData_v0(o: AssignReplicasToDirsRequestDirectoryData, out: bytearray) -> None:
     out += _S1.pack(o.id.bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AssignReplicasToDirsRequestTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AssignReplicasToDirsRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -304,12 +304,12 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: int) -> tuple[Assign
     else:
         if n > blen - pos:
             raise _invalid('array Directories declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_directories: list[AssignReplicasToDirsRequestDirectoryData] = []
+        app_directories = lst_directories.append
         for _ in range(n):
-            x, pos = _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf, pos)
-            app(x)
-        o.directories = lst
+            x_directories, pos = _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf, pos)
+            app_directories(x_directories)
+        o.directories = lst_directories
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -334,17 +334,17 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: int) -> tuple[Assign
 
 def _encode_AssignReplicasToDirsRequest_v0(o: AssignReplicasToDirsRequest, out: bytearray) -> None:
     out += _S2.pack(o.broker_id, o.broker_epoch)
-    x = o.directories
-    if x is None:
+    x_directories = o.directories
+    if x_directories is None:
         raise ValueOutOfRangeError('non-nullable field Directories is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_directories) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AssignReplicasToDirsRequestDirectoryData_v0(e, out)
+        for e_directories in x_directories:
+            _encode_AssignReplicasToDirsRequestDirectoryData_v0(e_directories, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -403,12 +403,12 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[AssignReplicasToDirsResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_AssignReplicasToDirsResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_AssignReplicasToDirsResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -433,17 +433,17 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tu
 
 def _encode_AssignReplicasToDirsResponseTopicData_v0(o: AssignReplicasToDirsResponseTopicData, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AssignReplicasToDirsResponsePartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_AssignReplicasToDirsResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -467,12 +467,12 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: int) -
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[AssignReplicasToDirsResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_AssignReplicasToDirsResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_AssignReplicasToDirsResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -497,17 +497,17 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: int) -
 
 def _encode_AssignReplicasToDirsResponseDirectoryData_v0(o: AssignReplicasToDirsResponseDirectoryData, out: bytearray) -> None:
     out += _S1.pack(o.id.bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AssignReplicasToDirsResponseTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_AssignReplicasToDirsResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -530,12 +530,12 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: int) -> tuple[Assig
     else:
         if n > blen - pos:
             raise _invalid('array Directories declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_directories: list[AssignReplicasToDirsResponseDirectoryData] = []
+        app_directories = lst_directories.append
         for _ in range(n):
-            x, pos = _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf, pos)
-            app(x)
-        o.directories = lst
+            x_directories, pos = _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf, pos)
+            app_directories(x_directories)
+        o.directories = lst_directories
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -560,17 +560,17 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: int) -> tuple[Assig
 
 def _encode_AssignReplicasToDirsResponse_v0(o: AssignReplicasToDirsResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code)
-    x = o.directories
-    if x is None:
+    x_directories = o.directories
+    if x_directories is None:
         raise ValueOutOfRangeError('non-nullable field Directories is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_directories) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_AssignReplicasToDirsResponseDirectoryData_v0(e, out)
+        for e_directories in x_directories:
+            _encode_AssignReplicasToDirsResponseDirectoryData_v0(e_directories, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

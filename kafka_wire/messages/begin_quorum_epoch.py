@@ -146,7 +146,6 @@ class BeginQuorumEpochResponse(Message):
 
 def _decode_BeginQuorumEpochRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequestPartitionData, int]:
     o = _new(BeginQuorumEpochRequestPartitionData)
-    blen = len(buf)
     o.voter_directory_id = ZERO_UUID
     o.partition_index, o.leader_id, o.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 12
@@ -218,33 +217,33 @@ def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[B
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_BeginQuorumEpochRequestTopicData_v0(o: BeginQuorumEpochRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_BeginQuorumEpochRequestPartitionData_v0(e, out)
+        out += _S3.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_BeginQuorumEpochRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -279,12 +278,12 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochRequestPartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -308,30 +307,30 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
 
 
 def _encode_BeginQuorumEpochRequestTopicData_v1(o: BeginQuorumEpochRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BeginQuorumEpochRequestPartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_BeginQuorumEpochRequestPartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -398,32 +397,32 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tu
 
 
 def _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(o: BeginQuorumEpochRequestLeaderEndpoint, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -455,33 +454,33 @@ def _decode_BeginQuorumEpochRequest_v0(buf: bytes, pos: int) -> tuple[BeginQuoru
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[BeginQuorumEpochRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochRequestTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_cluster_id))
+        out += b_cluster_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_BeginQuorumEpochRequestTopicData_v0(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_BeginQuorumEpochRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -518,12 +517,12 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[BeginQuorumEpochRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochRequestTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -535,12 +534,12 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
     else:
         if n > blen - pos:
             raise _invalid('array LeaderEndpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_leader_endpoints: list[BeginQuorumEpochRequestLeaderEndpoint] = []
+        app_leader_endpoints = lst_leader_endpoints.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
-            app(x)
-        o.leader_endpoints = lst
+            x_leader_endpoints, pos = _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
+            app_leader_endpoints(x_leader_endpoints)
+        o.leader_endpoints = lst_leader_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -564,42 +563,42 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
 
 
 def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.voter_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BeginQuorumEpochRequestTopicData_v1(e, out)
-    x = o.leader_endpoints
-    if x is None:
+        for e_topics in x_topics:
+            _encode_BeginQuorumEpochRequestTopicData_v1(e_topics, out)
+    x_leader_endpoints = o.leader_endpoints
+    if x_leader_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field LeaderEndpoints is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_leader_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(e, out)
+        for e_leader_endpoints in x_leader_endpoints:
+            _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(e_leader_endpoints, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -608,7 +607,6 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, out: bytearra
 
 def _decode_BeginQuorumEpochResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponsePartitionData, int]:
     o = _new(BeginQuorumEpochResponsePartitionData)
-    blen = len(buf)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
     o.unknown_tagged_fields = ()
@@ -678,33 +676,33 @@ def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_BeginQuorumEpochResponseTopicData_v0(o: BeginQuorumEpochResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_BeginQuorumEpochResponsePartitionData_v0(e, out)
+        out += _S3.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_BeginQuorumEpochResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -739,12 +737,12 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochResponsePartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -768,30 +766,30 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_BeginQuorumEpochResponseTopicData_v1(o: BeginQuorumEpochResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BeginQuorumEpochResponsePartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_BeginQuorumEpochResponsePartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -845,19 +843,19 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tup
 
 def _encode_BeginQuorumEpochResponseNodeEndpoint_v1(o: BeginQuorumEpochResponseNodeEndpoint, out: bytearray) -> None:
     out += _S3.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -876,12 +874,12 @@ def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[BeginQuor
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[BeginQuorumEpochResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -890,13 +888,13 @@ def _encode_BeginQuorumEpochResponse_v0(o: BeginQuorumEpochResponse, out: bytear
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
     out += _S2.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_BeginQuorumEpochResponseTopicData_v0(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_BeginQuorumEpochResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -918,12 +916,12 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[BeginQuorumEpochResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_BeginQuorumEpochResponseTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -948,12 +946,12 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[BeginQuorumEpochResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -966,31 +964,31 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
 
 def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BeginQuorumEpochResponseTopicData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_BeginQuorumEpochResponseTopicData_v1(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_BeginQuorumEpochResponseNodeEndpoint_v1(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_BeginQuorumEpochResponseNodeEndpoint_v1(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

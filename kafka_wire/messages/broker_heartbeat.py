@@ -139,15 +139,15 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeart
                 else:
                     if n > blen - pos:
                         raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_offline_log_dirs: list[UUID] = []
+                    app_offline_log_dirs = lst_offline_log_dirs.append
                     for _ in range(n):
                         end = pos + 16
                         if end > blen:
                             raise _truncated('OfflineLogDirs')
-                        app(UUID(bytes=buf[pos:end]))
+                        app_offline_log_dirs(UUID(bytes=buf[pos:end]))
                         pos = end
-                    o.offline_log_dirs = lst
+                    o.offline_log_dirs = lst_offline_log_dirs
             elif tag in (1,):
                 raise _invalid(f'tag {tag} is not valid in version 1')
             else:
@@ -167,17 +167,17 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, out: bytearray)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
         t = bytearray()
-        x = o.offline_log_dirs
-        if x is None:
+        x_offline_log_dirs = o.offline_log_dirs
+        if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=1)
         else:
-            m = len(x) + 1
+            m = len(x_offline_log_dirs) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                t += e.bytes
+            for e_offline_log_dirs in x_offline_log_dirs:
+                t += e_offline_log_dirs.bytes
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -216,15 +216,15 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                 else:
                     if n > blen - pos:
                         raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_offline_log_dirs: list[UUID] = []
+                    app_offline_log_dirs = lst_offline_log_dirs.append
                     for _ in range(n):
                         end = pos + 16
                         if end > blen:
                             raise _truncated('OfflineLogDirs')
-                        app(UUID(bytes=buf[pos:end]))
+                        app_offline_log_dirs(UUID(bytes=buf[pos:end]))
                         pos = end
-                    o.offline_log_dirs = lst
+                    o.offline_log_dirs = lst_offline_log_dirs
             elif tag == 1:
                 n = buf[pos]
                 if n < 0x80:
@@ -237,15 +237,15 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                 else:
                     if n > blen - pos:
                         raise _invalid('array CordonedLogDirs declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_cordoned_log_dirs: list[UUID] = []
+                    app_cordoned_log_dirs = lst_cordoned_log_dirs.append
                     for _ in range(n):
                         end = pos + 16
                         if end > blen:
                             raise _truncated('CordonedLogDirs')
-                        app(UUID(bytes=buf[pos:end]))
+                        app_cordoned_log_dirs(UUID(bytes=buf[pos:end]))
                         pos = end
-                    o.cordoned_log_dirs = lst
+                    o.cordoned_log_dirs = lst_cordoned_log_dirs
             else:
                 end = pos + size
                 if end > blen:
@@ -261,31 +261,31 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, out: bytearray)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
         t = bytearray()
-        x = o.offline_log_dirs
-        if x is None:
+        x_offline_log_dirs = o.offline_log_dirs
+        if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=2)
         else:
-            m = len(x) + 1
+            m = len(x_offline_log_dirs) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                t += e.bytes
+            for e_offline_log_dirs in x_offline_log_dirs:
+                t += e_offline_log_dirs.bytes
         known.append((0, t))
     if o.cordoned_log_dirs is not None:
         t = bytearray()
-        x = o.cordoned_log_dirs
-        if x is None:
+        x_cordoned_log_dirs = o.cordoned_log_dirs
+        if x_cordoned_log_dirs is None:
             t.append(0)
         else:
-            m = len(x) + 1
+            m = len(x_cordoned_log_dirs) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                t += e.bytes
+            for e_cordoned_log_dirs in x_cordoned_log_dirs:
+                t += e_cordoned_log_dirs.bytes
         known.append((1, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))

@@ -160,32 +160,32 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestListener, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S0.pack(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -237,19 +237,19 @@ def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tuple[B
 
 
 def _encode_BrokerRegistrationRequestFeature_v0(o: BrokerRegistrationRequestFeature, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S1.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -295,12 +295,12 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[BrokerRegistrationRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -312,12 +312,12 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_features: list[BrokerRegistrationRequestFeature] = []
+        app_features = lst_features.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app(x)
-        o.features = lst
+            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
+            app_features(x_features)
+        o.features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -357,58 +357,58 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
 
 
 def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: bytearray) -> None:
-    if o.is_migrating_zk_broker != False:
+    if bool(o.is_migrating_zk_broker):
         raise FieldNotInVersionError('non-default IsMigratingZkBroker cannot be written', version=0)
     out += _S2.pack(o.broker_id)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.incarnation_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestListener_v0(e, out)
-    x = o.features
-    if x is None:
+        for e_listeners in x_listeners:
+            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+    x_features = o.features
+    if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_features) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestFeature_v0(e, out)
-    x = o.rack
-    if x is None:
+        for e_features in x_features:
+            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -452,12 +452,12 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[BrokerRegistrationRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -469,12 +469,12 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_features: list[BrokerRegistrationRequestFeature] = []
+        app_features = lst_features.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app(x)
-        o.features = lst
+            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
+            app_features(x_features)
+        o.features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -517,55 +517,55 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
 
 def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: bytearray) -> None:
     out += _S2.pack(o.broker_id)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.incarnation_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestListener_v0(e, out)
-    x = o.features
-    if x is None:
+        for e_listeners in x_listeners:
+            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+    x_features = o.features
+    if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_features) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestFeature_v0(e, out)
-    x = o.rack
-    if x is None:
+        for e_features in x_features:
+            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=1)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     out += _S4.pack(o.is_migrating_zk_broker)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -609,12 +609,12 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[BrokerRegistrationRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -626,12 +626,12 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_features: list[BrokerRegistrationRequestFeature] = []
+        app_features = lst_features.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app(x)
-        o.features = lst
+            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
+            app_features(x_features)
+        o.features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -661,15 +661,15 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array LogDirs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_log_dirs: list[UUID] = []
+        app_log_dirs = lst_log_dirs.append
         for _ in range(n):
             end = pos + 16
             if end > blen:
                 raise _truncated('LogDirs')
-            app(UUID(bytes=buf[pos:end]))
+            app_log_dirs(UUID(bytes=buf[pos:end]))
             pos = end
-        o.log_dirs = lst
+        o.log_dirs = lst_log_dirs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -694,67 +694,67 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
 
 def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: bytearray) -> None:
     out += _S2.pack(o.broker_id)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.incarnation_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestListener_v0(e, out)
-    x = o.features
-    if x is None:
+        for e_listeners in x_listeners:
+            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+    x_features = o.features
+    if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_features) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestFeature_v0(e, out)
-    x = o.rack
-    if x is None:
+        for e_features in x_features:
+            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=2)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     out += _S4.pack(o.is_migrating_zk_broker)
-    x = o.log_dirs
-    if x is None:
+    x_log_dirs = o.log_dirs
+    if x_log_dirs is None:
         raise ValueOutOfRangeError('non-nullable field LogDirs is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_log_dirs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            out += e.bytes
+        for e_log_dirs in x_log_dirs:
+            out += e_log_dirs.bytes
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -796,12 +796,12 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[BrokerRegistrationRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -813,12 +813,12 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_features: list[BrokerRegistrationRequestFeature] = []
+        app_features = lst_features.append
         for _ in range(n):
-            x, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app(x)
-        o.features = lst
+            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
+            app_features(x_features)
+        o.features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -848,15 +848,15 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
     else:
         if n > blen - pos:
             raise _invalid('array LogDirs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_log_dirs: list[UUID] = []
+        app_log_dirs = lst_log_dirs.append
         for _ in range(n):
             end = pos + 16
             if end > blen:
                 raise _truncated('LogDirs')
-            app(UUID(bytes=buf[pos:end]))
+            app_log_dirs(UUID(bytes=buf[pos:end]))
             pos = end
-        o.log_dirs = lst
+        o.log_dirs = lst_log_dirs
     o.previous_broker_epoch, = _S5.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -883,67 +883,67 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
 
 def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: bytearray) -> None:
     out += _S2.pack(o.broker_id)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.incarnation_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestListener_v0(e, out)
-    x = o.features
-    if x is None:
+        for e_listeners in x_listeners:
+            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+    x_features = o.features
+    if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_features) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_BrokerRegistrationRequestFeature_v0(e, out)
-    x = o.rack
-    if x is None:
+        for e_features in x_features:
+            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=3)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     out += _S4.pack(o.is_migrating_zk_broker)
-    x = o.log_dirs
-    if x is None:
+    x_log_dirs = o.log_dirs
+    if x_log_dirs is None:
         raise ValueOutOfRangeError('non-nullable field LogDirs is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_log_dirs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            out += e.bytes
+        for e_log_dirs in x_log_dirs:
+            out += e_log_dirs.bytes
     out += _S5.pack(o.previous_broker_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

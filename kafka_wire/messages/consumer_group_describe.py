@@ -149,8 +149,8 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_group_ids: list[str] = []
+        app_group_ids = lst_group_ids.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -165,9 +165,9 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Consu
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupIds')
-            app(buf[pos:end].decode())
+            app_group_ids(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst
+        o.group_ids = lst_group_ids
     o.include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -193,25 +193,25 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Consu
 
 
 def _encode_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, out: bytearray) -> None:
-    x = o.group_ids
-    if x is None:
+    x_group_ids = o.group_ids
+    if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_group_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_group_ids in x_group_ids:
+            b_group_ids = e_group_ids.encode()
+            if len(b_group_ids) > 0x7FFF:
                 raise ValueOutOfRangeError('string in GroupIds is too long', version=0)
-            m = len(b) + 1
+            m = len(b_group_ids) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_group_ids
     out += _S0.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -278,29 +278,29 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: int
 
 def _encode_ConsumerGroupDescribeResponseTopicPartitions_v0(o: ConsumerGroupDescribeResponseTopicPartitions, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -321,12 +321,12 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ConsumerGroupDescribeResponseTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -350,17 +350,17 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> 
 
 
 def _encode_ConsumerGroupDescribeResponseAssignment_v0(o: ConsumerGroupDescribeResponseAssignment, out: bytearray) -> None:
-    x = o.topic_partitions
-    if x is None:
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupDescribeResponseTopicPartitions_v0(e, out)
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ConsumerGroupDescribeResponseTopicPartitions_v0(e_topic_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -464,8 +464,8 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subscribed_topic_names: list[str] = []
+        app_subscribed_topic_names = lst_subscribed_topic_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -480,9 +480,9 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tupl
             end = pos + n2
             if end > blen:
                 raise _truncated('SubscribedTopicNames')
-            app(buf[pos:end].decode())
+            app_subscribed_topic_names(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst
+        o.subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -524,104 +524,104 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.instance_id
-    if x is None:
+        out += b_member_id
+    x_instance_id = o.instance_id
+    if x_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_instance_id = x_instance_id.encode()
+        if len(b_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field InstanceId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_instance_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     out += _S2.pack(o.member_epoch)
-    x = o.client_id
-    if x is None:
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_client_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_host
-    if x is None:
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
-        m = len(b) + 1
+        m = len(b_client_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.subscribed_topic_names
-    if x is None:
+        out += b_client_host
+    x_subscribed_topic_names = o.subscribed_topic_names
+    if x_subscribed_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field SubscribedTopicNames is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_subscribed_topic_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_subscribed_topic_names in x_subscribed_topic_names:
+            b_subscribed_topic_names = e_subscribed_topic_names.encode()
+            if len(b_subscribed_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SubscribedTopicNames is too long', version=0)
-            m = len(b) + 1
+            m = len(b_subscribed_topic_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.subscribed_topic_regex
-    if x is None:
+            out += b_subscribed_topic_names
+    x_subscribed_topic_regex = o.subscribed_topic_regex
+    if x_subscribed_topic_regex is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subscribed_topic_regex = x_subscribed_topic_regex.encode()
+        if len(b_subscribed_topic_regex) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubscribedTopicRegex is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subscribed_topic_regex) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_subscribed_topic_regex
     _encode_ConsumerGroupDescribeResponseAssignment_v0(o.assignment, out)
     _encode_ConsumerGroupDescribeResponseAssignment_v0(o.target_assignment, out)
     if o.unknown_tagged_fields:
@@ -726,8 +726,8 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subscribed_topic_names: list[str] = []
+        app_subscribed_topic_names = lst_subscribed_topic_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -742,9 +742,9 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: int) -> tupl
             end = pos + n2
             if end > blen:
                 raise _truncated('SubscribedTopicNames')
-            app(buf[pos:end].decode())
+            app_subscribed_topic_names(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst
+        o.subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -788,104 +788,104 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: int) -> tupl
 
 
 def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.instance_id
-    if x is None:
+        out += b_member_id
+    x_instance_id = o.instance_id
+    if x_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_instance_id = x_instance_id.encode()
+        if len(b_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field InstanceId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_instance_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     out += _S2.pack(o.member_epoch)
-    x = o.client_id
-    if x is None:
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_client_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_host
-    if x is None:
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=1)
-        m = len(b) + 1
+        m = len(b_client_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.subscribed_topic_names
-    if x is None:
+        out += b_client_host
+    x_subscribed_topic_names = o.subscribed_topic_names
+    if x_subscribed_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field SubscribedTopicNames is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_subscribed_topic_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_subscribed_topic_names in x_subscribed_topic_names:
+            b_subscribed_topic_names = e_subscribed_topic_names.encode()
+            if len(b_subscribed_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SubscribedTopicNames is too long', version=1)
-            m = len(b) + 1
+            m = len(b_subscribed_topic_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.subscribed_topic_regex
-    if x is None:
+            out += b_subscribed_topic_names
+    x_subscribed_topic_regex = o.subscribed_topic_regex
+    if x_subscribed_topic_regex is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subscribed_topic_regex = x_subscribed_topic_regex.encode()
+        if len(b_subscribed_topic_regex) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubscribedTopicRegex is too long', version=1)
-        m = len(b) + 1
+        m = len(b_subscribed_topic_regex) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_subscribed_topic_regex
     _encode_ConsumerGroupDescribeResponseAssignment_v0(o.assignment, out)
     _encode_ConsumerGroupDescribeResponseAssignment_v0(o.target_assignment, out)
     out += _S3.pack(o.member_type)
@@ -977,12 +977,12 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int)
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[ConsumerGroupDescribeResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupDescribeResponseMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1009,70 +1009,70 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int)
 
 def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescribeResponseDescribedGroup, out: bytearray) -> None:
     out += _S4.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_error_message
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_state
     out += _S5.pack(o.group_epoch, o.assignment_epoch)
-    x = o.assignor_name
-    if x is None:
+    x_assignor_name = o.assignor_name
+    if x_assignor_name is None:
         raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_assignor_name = x_assignor_name.encode()
+        if len(b_assignor_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field AssignorName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_assignor_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_assignor_name
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupDescribeResponseMember_v0(e, out)
+        for e_members in x_members:
+            _encode_ConsumerGroupDescribeResponseMember_v0(e_members, out)
     out += _S2.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1162,12 +1162,12 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int)
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[ConsumerGroupDescribeResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupDescribeResponseMember_v1(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v1(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1194,70 +1194,70 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int)
 
 def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescribeResponseDescribedGroup, out: bytearray) -> None:
     out += _S4.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_error_message
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_state
     out += _S5.pack(o.group_epoch, o.assignment_epoch)
-    x = o.assignor_name
-    if x is None:
+    x_assignor_name = o.assignor_name
+    if x_assignor_name is None:
         raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_assignor_name = x_assignor_name.encode()
+        if len(b_assignor_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field AssignorName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_assignor_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_assignor_name
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupDescribeResponseMember_v1(e, out)
+        for e_members in x_members:
+            _encode_ConsumerGroupDescribeResponseMember_v1(e_members, out)
     out += _S2.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1281,12 +1281,12 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Cons
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ConsumerGroupDescribeResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1311,17 +1311,17 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Cons
 
 def _encode_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(e, out)
+        for e_groups in x_groups:
+            _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1344,12 +1344,12 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Cons
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ConsumerGroupDescribeResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1374,17 +1374,17 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Cons
 
 def _encode_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(e, out)
+        for e_groups in x_groups:
+            _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

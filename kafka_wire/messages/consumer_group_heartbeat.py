@@ -157,16 +157,16 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: int
 
 def _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(o: ConsumerGroupHeartbeatRequestTopicPartitions, out: bytearray) -> None:
     out += _S0.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -256,8 +256,8 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subscribed_topic_names: list[str] = []
+        app_subscribed_topic_names = lst_subscribed_topic_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -272,9 +272,9 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
             end = pos + n2
             if end > blen:
                 raise _truncated('SubscribedTopicNames')
-            app(buf[pos:end].decode())
+            app_subscribed_topic_names(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst
+        o.subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -302,12 +302,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -333,103 +333,103 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
 def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, out: bytearray) -> None:
     if o.subscribed_topic_regex is not None:
         raise FieldNotInVersionError('non-default SubscribedTopicRegex cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S1.pack(o.member_epoch)
-    x = o.instance_id
-    if x is None:
+    x_instance_id = o.instance_id
+    if x_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_instance_id = x_instance_id.encode()
+        if len(b_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field InstanceId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_instance_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     out += _S1.pack(o.rebalance_timeout_ms)
-    x = o.subscribed_topic_names
-    if x is None:
+    x_subscribed_topic_names = o.subscribed_topic_names
+    if x_subscribed_topic_names is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_subscribed_topic_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_subscribed_topic_names in x_subscribed_topic_names:
+            b_subscribed_topic_names = e_subscribed_topic_names.encode()
+            if len(b_subscribed_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SubscribedTopicNames is too long', version=0)
-            m = len(b) + 1
+            m = len(b_subscribed_topic_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.server_assignor
-    if x is None:
+            out += b_subscribed_topic_names
+    x_server_assignor = o.server_assignor
+    if x_server_assignor is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_server_assignor = x_server_assignor.encode()
+        if len(b_server_assignor) > 0x7FFF:
             raise ValueOutOfRangeError('string field ServerAssignor is too long', version=0)
-        m = len(b) + 1
+        m = len(b_server_assignor) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topic_partitions
-    if x is None:
+        out += b_server_assignor
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(e, out)
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(e_topic_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -518,8 +518,8 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subscribed_topic_names: list[str] = []
+        app_subscribed_topic_names = lst_subscribed_topic_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -534,9 +534,9 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
             end = pos + n2
             if end > blen:
                 raise _truncated('SubscribedTopicNames')
-            app(buf[pos:end].decode())
+            app_subscribed_topic_names(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst
+        o.subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -580,12 +580,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -609,116 +609,116 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
 
 
 def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S1.pack(o.member_epoch)
-    x = o.instance_id
-    if x is None:
+    x_instance_id = o.instance_id
+    if x_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_instance_id = x_instance_id.encode()
+        if len(b_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field InstanceId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_instance_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     out += _S1.pack(o.rebalance_timeout_ms)
-    x = o.subscribed_topic_names
-    if x is None:
+    x_subscribed_topic_names = o.subscribed_topic_names
+    if x_subscribed_topic_names is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_subscribed_topic_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_subscribed_topic_names in x_subscribed_topic_names:
+            b_subscribed_topic_names = e_subscribed_topic_names.encode()
+            if len(b_subscribed_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SubscribedTopicNames is too long', version=1)
-            m = len(b) + 1
+            m = len(b_subscribed_topic_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.subscribed_topic_regex
-    if x is None:
+            out += b_subscribed_topic_names
+    x_subscribed_topic_regex = o.subscribed_topic_regex
+    if x_subscribed_topic_regex is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subscribed_topic_regex = x_subscribed_topic_regex.encode()
+        if len(b_subscribed_topic_regex) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubscribedTopicRegex is too long', version=1)
-        m = len(b) + 1
+        m = len(b_subscribed_topic_regex) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.server_assignor
-    if x is None:
+        out += b_subscribed_topic_regex
+    x_server_assignor = o.server_assignor
+    if x_server_assignor is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_server_assignor = x_server_assignor.encode()
+        if len(b_server_assignor) > 0x7FFF:
             raise ValueOutOfRangeError('string field ServerAssignor is too long', version=1)
-        m = len(b) + 1
+        m = len(b_server_assignor) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topic_partitions
-    if x is None:
+        out += b_server_assignor
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(e, out)
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(e_topic_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -768,16 +768,16 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: in
 
 def _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(o: ConsumerGroupHeartbeatResponseTopicPartitions, out: bytearray) -> None:
     out += _S0.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -798,12 +798,12 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -827,17 +827,17 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
 
 
 def _encode_ConsumerGroupHeartbeatResponseAssignment_v0(o: ConsumerGroupHeartbeatResponseAssignment, out: bytearray) -> None:
-    x = o.topic_partitions
-    if x is None:
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(e, out)
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(e_topic_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -911,39 +911,39 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Con
 
 def _encode_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_error_message
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S4.pack(o.member_epoch, o.heartbeat_interval_ms)
-    x = o.assignment
-    if x is None:
+    x_assignment = o.assignment
+    if x_assignment is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_ConsumerGroupHeartbeatResponseAssignment_v0(x, out)
+        _encode_ConsumerGroupHeartbeatResponseAssignment_v0(x_assignment, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

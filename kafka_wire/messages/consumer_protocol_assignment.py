@@ -75,20 +75,20 @@ def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: int) ->
 
 
 def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssignmentTopicPartition, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -103,12 +103,12 @@ def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: int) -> tuple[Consume
     else:
         if n > blen - pos:
             raise _invalid('array AssignedPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assigned_partitions: list[ConsumerProtocolAssignmentTopicPartition] = []
+        app_assigned_partitions = lst_assigned_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf, pos)
-            app(x)
-        o.assigned_partitions = lst
+            x_assigned_partitions, pos = _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf, pos)
+            app_assigned_partitions(x_assigned_partitions)
+        o.assigned_partitions = lst_assigned_partitions
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -124,20 +124,20 @@ def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: int) -> tuple[Consume
 
 
 def _encode_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, out: bytearray) -> None:
-    x = o.assigned_partitions
-    if x is None:
+    x_assigned_partitions = o.assigned_partitions
+    if x_assigned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field AssignedPartitions is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ConsumerProtocolAssignmentTopicPartition_v0(e, out)
-    x = o.user_data
-    if x is None:
+        out += _S1.pack(len(x_assigned_partitions))
+        for e_assigned_partitions in x_assigned_partitions:
+            _encode_ConsumerProtocolAssignmentTopicPartition_v0(e_assigned_partitions, out)
+    x_user_data = o.user_data
+    if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_user_data = x_user_data
+        out += _S1.pack(len(b_user_data))
+        out += b_user_data
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 

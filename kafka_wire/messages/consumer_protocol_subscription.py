@@ -82,20 +82,20 @@ def _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf: bytes, pos: int) 
 
 
 def _encode_ConsumerProtocolSubscriptionTopicPartition_v1(o: ConsumerProtocolSubscriptionTopicPartition, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -113,8 +113,8 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[str] = []
+        app_topics = lst_topics.append
         for _ in range(n):
             n2, = _S0.unpack_from(buf, pos)
             pos += 2
@@ -125,9 +125,9 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: int) -> tuple[Consu
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
-            app(buf[pos:end].decode())
+            app_topics(buf[pos:end].decode())
             pos = end
-        o.topics = lst
+        o.topics = lst_topics
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -143,24 +143,24 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: int) -> tuple[Consu
 
 
 def _encode_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            b_topics = e_topics.encode()
+            if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=0)
-            out += _S0.pack(len(b))
-            out += b
-    x = o.user_data
-    if x is None:
+            out += _S0.pack(len(b_topics))
+            out += b_topics
+    x_user_data = o.user_data
+    if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_user_data = x_user_data
+        out += _S1.pack(len(b_user_data))
+        out += b_user_data
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -177,8 +177,8 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[str] = []
+        app_topics = lst_topics.append
         for _ in range(n):
             n2, = _S0.unpack_from(buf, pos)
             pos += 2
@@ -189,9 +189,9 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
-            app(buf[pos:end].decode())
+            app_topics(buf[pos:end].decode())
             pos = end
-        o.topics = lst
+        o.topics = lst_topics
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -209,42 +209,42 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
+        app_owned_partitions = lst_owned_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
-            app(x)
-        o.owned_partitions = lst
+            x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
+            app_owned_partitions(x_owned_partitions)
+        o.owned_partitions = lst_owned_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            b_topics = e_topics.encode()
+            if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=1)
-            out += _S0.pack(len(b))
-            out += b
-    x = o.user_data
-    if x is None:
+            out += _S0.pack(len(b_topics))
+            out += b_topics
+    x_user_data = o.user_data
+    if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
-    x = o.owned_partitions
-    if x is None:
+        b_user_data = x_user_data
+        out += _S1.pack(len(b_user_data))
+        out += b_user_data
+    x_owned_partitions = o.owned_partitions
+    if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e, out)
+        out += _S1.pack(len(x_owned_partitions))
+        for e_owned_partitions in x_owned_partitions:
+            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -260,8 +260,8 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[str] = []
+        app_topics = lst_topics.append
         for _ in range(n):
             n2, = _S0.unpack_from(buf, pos)
             pos += 2
@@ -272,9 +272,9 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
-            app(buf[pos:end].decode())
+            app_topics(buf[pos:end].decode())
             pos = end
-        o.topics = lst
+        o.topics = lst_topics
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -292,12 +292,12 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
+        app_owned_partitions = lst_owned_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
-            app(x)
-        o.owned_partitions = lst
+            x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
+            app_owned_partitions(x_owned_partitions)
+        o.owned_partitions = lst_owned_partitions
     o.generation_id, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -305,31 +305,31 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
 
 
 def _encode_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            b_topics = e_topics.encode()
+            if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=2)
-            out += _S0.pack(len(b))
-            out += b
-    x = o.user_data
-    if x is None:
+            out += _S0.pack(len(b_topics))
+            out += b_topics
+    x_user_data = o.user_data
+    if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
-    x = o.owned_partitions
-    if x is None:
+        b_user_data = x_user_data
+        out += _S1.pack(len(b_user_data))
+        out += b_user_data
+    x_owned_partitions = o.owned_partitions
+    if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e, out)
+        out += _S1.pack(len(x_owned_partitions))
+        for e_owned_partitions in x_owned_partitions:
+            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, out)
     out += _S1.pack(o.generation_id)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
@@ -345,8 +345,8 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[str] = []
+        app_topics = lst_topics.append
         for _ in range(n):
             n2, = _S0.unpack_from(buf, pos)
             pos += 2
@@ -357,9 +357,9 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
-            app(buf[pos:end].decode())
+            app_topics(buf[pos:end].decode())
             pos = end
-        o.topics = lst
+        o.topics = lst_topics
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -377,12 +377,12 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
     else:
         if n > blen - pos:
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
+        app_owned_partitions = lst_owned_partitions.append
         for _ in range(n):
-            x, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
-            app(x)
-        o.owned_partitions = lst
+            x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
+            app_owned_partitions(x_owned_partitions)
+        o.owned_partitions = lst_owned_partitions
     o.generation_id, n = _S2.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -400,41 +400,41 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
 
 
 def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            b_topics = e_topics.encode()
+            if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=3)
-            out += _S0.pack(len(b))
-            out += b
-    x = o.user_data
-    if x is None:
+            out += _S0.pack(len(b_topics))
+            out += b_topics
+    x_user_data = o.user_data
+    if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
-    x = o.owned_partitions
-    if x is None:
+        b_user_data = x_user_data
+        out += _S1.pack(len(b_user_data))
+        out += b_user_data
+    x_owned_partitions = o.owned_partitions
+    if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e, out)
+        out += _S1.pack(len(x_owned_partitions))
+        for e_owned_partitions in x_owned_partitions:
+            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, out)
     out += _S1.pack(o.generation_id)
-    x = o.rack_id
-    if x is None:
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_rack_id))
+        out += b_rack_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 

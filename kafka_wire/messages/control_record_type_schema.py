@@ -29,7 +29,6 @@ class ControlRecordTypeSchema(Message):
 
 def _decode_ControlRecordTypeSchema_v0(buf: bytes, pos: int) -> tuple[ControlRecordTypeSchema, int]:
     o = _new(ControlRecordTypeSchema)
-    blen = len(buf)
     o.type, = _S0.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()

@@ -64,7 +64,6 @@ class ControlledShutdownResponse(Message):
 
 def _decode_ControlledShutdownRequest_v0(buf: bytes, pos: int) -> tuple[ControlledShutdownRequest, int]:
     o = _new(ControlledShutdownRequest)
-    blen = len(buf)
     o.broker_epoch = -1
     o.broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -80,7 +79,6 @@ def _encode_ControlledShutdownRequest_v0(o: ControlledShutdownRequest, out: byte
 
 def _decode_ControlledShutdownRequest_v2(buf: bytes, pos: int) -> tuple[ControlledShutdownRequest, int]:
     o = _new(ControlledShutdownRequest)
-    blen = len(buf)
     o.broker_id, o.broker_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     o.unknown_tagged_fields = ()
@@ -150,15 +148,15 @@ def _decode_ControlledShutdownResponseRemainingPartition_v0(buf: bytes, pos: int
 
 
 def _encode_ControlledShutdownResponseRemainingPartition_v0(o: ControlledShutdownResponseRemainingPartition, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S0.pack(o.partition_index)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -208,19 +206,19 @@ def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: int
 
 
 def _encode_ControlledShutdownResponseRemainingPartition_v3(o: ControlledShutdownResponseRemainingPartition, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S0.pack(o.partition_index)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -238,25 +236,25 @@ def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: int) -> tuple[Control
     else:
         if n > blen - pos:
             raise _invalid('array RemainingPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
+        app_remaining_partitions = lst_remaining_partitions.append
         for _ in range(n):
-            x, pos = _decode_ControlledShutdownResponseRemainingPartition_v0(buf, pos)
-            app(x)
-        o.remaining_partitions = lst
+            x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v0(buf, pos)
+            app_remaining_partitions(x_remaining_partitions)
+        o.remaining_partitions = lst_remaining_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ControlledShutdownResponse_v0(o: ControlledShutdownResponse, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.remaining_partitions
-    if x is None:
+    x_remaining_partitions = o.remaining_partitions
+    if x_remaining_partitions is None:
         raise ValueOutOfRangeError('non-nullable field RemainingPartitions is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_ControlledShutdownResponseRemainingPartition_v0(e, out)
+        out += _S0.pack(len(x_remaining_partitions))
+        for e_remaining_partitions in x_remaining_partitions:
+            _encode_ControlledShutdownResponseRemainingPartition_v0(e_remaining_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -277,12 +275,12 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
     else:
         if n > blen - pos:
             raise _invalid('array RemainingPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
+        app_remaining_partitions = lst_remaining_partitions.append
         for _ in range(n):
-            x, pos = _decode_ControlledShutdownResponseRemainingPartition_v3(buf, pos)
-            app(x)
-        o.remaining_partitions = lst
+            x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v3(buf, pos)
+            app_remaining_partitions(x_remaining_partitions)
+        o.remaining_partitions = lst_remaining_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -307,17 +305,17 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
 
 def _encode_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.remaining_partitions
-    if x is None:
+    x_remaining_partitions = o.remaining_partitions
+    if x_remaining_partitions is None:
         raise ValueOutOfRangeError('non-nullable field RemainingPartitions is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_remaining_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ControlledShutdownResponseRemainingPartition_v3(e, out)
+        for e_remaining_partitions in x_remaining_partitions:
+            _encode_ControlledShutdownResponseRemainingPartition_v3(e_remaining_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

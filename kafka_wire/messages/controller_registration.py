@@ -149,32 +149,32 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_ControllerRegistrationRequestListener_v0(o: ControllerRegistrationRequestListener, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S0.pack(o.port, o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -226,19 +226,19 @@ def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_ControllerRegistrationRequestFeature_v0(o: ControllerRegistrationRequestFeature, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S1.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -263,12 +263,12 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[ControllerRegistrationRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_ControllerRegistrationRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_ControllerRegistrationRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -280,12 +280,12 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
     else:
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_features: list[ControllerRegistrationRequestFeature] = []
+        app_features = lst_features.append
         for _ in range(n):
-            x, pos = _decode_ControllerRegistrationRequestFeature_v0(buf, pos)
-            app(x)
-        o.features = lst
+            x_features, pos = _decode_ControllerRegistrationRequestFeature_v0(buf, pos)
+            app_features(x_features)
+        o.features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -310,28 +310,28 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
 
 def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, out: bytearray) -> None:
     out += _S2.pack(o.controller_id, o.incarnation_id.bytes, o.zk_migration_ready)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ControllerRegistrationRequestListener_v0(e, out)
-    x = o.features
-    if x is None:
+        for e_listeners in x_listeners:
+            _encode_ControllerRegistrationRequestListener_v0(e_listeners, out)
+    x_features = o.features
+    if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_features) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ControllerRegistrationRequestFeature_v0(e, out)
+        for e_features in x_features:
+            _encode_ControllerRegistrationRequestFeature_v0(e_features, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -383,19 +383,19 @@ def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[Con
 
 def _encode_ControllerRegistrationResponse_v0(o: ControllerRegistrationResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -137,33 +137,33 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, out
     if o.resource_pattern_type != 3:
         raise FieldNotInVersionError('non-default ResourcePatternType cannot be written', version=0)
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.principal
-    if x is None:
+        out += _S1.pack(len(b_resource_name))
+        out += b_resource_name
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host
-    if x is None:
+        out += _S1.pack(len(b_principal))
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -216,34 +216,34 @@ def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: int) -> tuple[Creat
 
 def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_resource_name))
+        out += b_resource_name
     out += _S3.pack(o.resource_pattern_type)
-    x = o.principal
-    if x is None:
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host
-    if x is None:
+        out += _S1.pack(len(b_principal))
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -330,46 +330,46 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[Creat
 
 def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     out += _S3.pack(o.resource_pattern_type)
-    x = o.principal
-    if x is None:
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -387,24 +387,24 @@ def _decode_CreateAclsRequest_v0(buf: bytes, pos: int) -> tuple[CreateAclsReques
     else:
         if n > blen - pos:
             raise _invalid('array Creations declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_creations: list[CreateAclsRequestAclCreation] = []
+        app_creations = lst_creations.append
         for _ in range(n):
-            x, pos = _decode_CreateAclsRequestAclCreation_v0(buf, pos)
-            app(x)
-        o.creations = lst
+            x_creations, pos = _decode_CreateAclsRequestAclCreation_v0(buf, pos)
+            app_creations(x_creations)
+        o.creations = lst_creations
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateAclsRequest_v0(o: CreateAclsRequest, out: bytearray) -> None:
-    x = o.creations
-    if x is None:
+    x_creations = o.creations
+    if x_creations is None:
         raise ValueOutOfRangeError('non-nullable field Creations is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_CreateAclsRequestAclCreation_v0(e, out)
+        out += _S4.pack(len(x_creations))
+        for e_creations in x_creations:
+            _encode_CreateAclsRequestAclCreation_v0(e_creations, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -419,24 +419,24 @@ def _decode_CreateAclsRequest_v1(buf: bytes, pos: int) -> tuple[CreateAclsReques
     else:
         if n > blen - pos:
             raise _invalid('array Creations declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_creations: list[CreateAclsRequestAclCreation] = []
+        app_creations = lst_creations.append
         for _ in range(n):
-            x, pos = _decode_CreateAclsRequestAclCreation_v1(buf, pos)
-            app(x)
-        o.creations = lst
+            x_creations, pos = _decode_CreateAclsRequestAclCreation_v1(buf, pos)
+            app_creations(x_creations)
+        o.creations = lst_creations
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateAclsRequest_v1(o: CreateAclsRequest, out: bytearray) -> None:
-    x = o.creations
-    if x is None:
+    x_creations = o.creations
+    if x_creations is None:
         raise ValueOutOfRangeError('non-nullable field Creations is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_CreateAclsRequestAclCreation_v1(e, out)
+        out += _S4.pack(len(x_creations))
+        for e_creations in x_creations:
+            _encode_CreateAclsRequestAclCreation_v1(e_creations, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -455,12 +455,12 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
     else:
         if n > blen - pos:
             raise _invalid('array Creations declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_creations: list[CreateAclsRequestAclCreation] = []
+        app_creations = lst_creations.append
         for _ in range(n):
-            x, pos = _decode_CreateAclsRequestAclCreation_v2(buf, pos)
-            app(x)
-        o.creations = lst
+            x_creations, pos = _decode_CreateAclsRequestAclCreation_v2(buf, pos)
+            app_creations(x_creations)
+        o.creations = lst_creations
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -484,17 +484,17 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
 
 
 def _encode_CreateAclsRequest_v2(o: CreateAclsRequest, out: bytearray) -> None:
-    x = o.creations
-    if x is None:
+    x_creations = o.creations
+    if x_creations is None:
         raise ValueOutOfRangeError('non-nullable field Creations is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_creations) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateAclsRequestAclCreation_v2(e, out)
+        for e_creations in x_creations:
+            _encode_CreateAclsRequestAclCreation_v2(e_creations, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -522,15 +522,15 @@ def _decode_CreateAclsResponseAclCreationResult_v0(buf: bytes, pos: int) -> tupl
 
 def _encode_CreateAclsResponseAclCreationResult_v0(o: CreateAclsResponseAclCreationResult, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -580,19 +580,19 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: int) -> tupl
 
 def _encode_CreateAclsResponseAclCreationResult_v2(o: CreateAclsResponseAclCreationResult, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -609,25 +609,25 @@ def _decode_CreateAclsResponse_v0(buf: bytes, pos: int) -> tuple[CreateAclsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[CreateAclsResponseAclCreationResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_CreateAclsResponseAclCreationResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_CreateAclsResponseAclCreationResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateAclsResponse_v0(o: CreateAclsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_CreateAclsResponseAclCreationResult_v0(e, out)
+        out += _S4.pack(len(x_results))
+        for e_results in x_results:
+            _encode_CreateAclsResponseAclCreationResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -648,12 +648,12 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[CreateAclsResponseAclCreationResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_CreateAclsResponseAclCreationResult_v2(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_CreateAclsResponseAclCreationResult_v2(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -678,17 +678,17 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
 
 def _encode_CreateAclsResponse_v2(o: CreateAclsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateAclsResponseAclCreationResult_v2(e, out)
+        for e_results in x_results:
+            _encode_CreateAclsResponseAclCreationResult_v2(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

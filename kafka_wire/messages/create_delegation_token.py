@@ -120,24 +120,24 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf: bytes, pos: in
 
 
 def _encode_CreateDelegationTokenRequestCreatableRenewers_v0(o: CreateDelegationTokenRequestCreatableRenewers, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += _S0.pack(len(b_principal_type))
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_principal_name))
+        out += b_principal_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -200,32 +200,32 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: in
 
 
 def _encode_CreateDelegationTokenRequestCreatableRenewers_v2(o: CreateDelegationTokenRequestCreatableRenewers, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_principal_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -244,12 +244,12 @@ def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Creat
     else:
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
+        app_renewers = lst_renewers.append
         for _ in range(n):
-            x, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf, pos)
-            app(x)
-        o.renewers = lst
+            x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf, pos)
+            app_renewers(x_renewers)
+        o.renewers = lst_renewers
     o.max_lifetime_ms, = _S2.unpack_from(buf, pos)
     pos += 8
     o.unknown_tagged_fields = ()
@@ -261,13 +261,13 @@ def _encode_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, out
         raise FieldNotInVersionError('non-default OwnerPrincipalType cannot be written', version=0)
     if o.owner_principal_name != '':
         raise FieldNotInVersionError('non-default OwnerPrincipalName cannot be written', version=0)
-    x = o.renewers
-    if x is None:
+    x_renewers = o.renewers
+    if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateDelegationTokenRequestCreatableRenewers_v0(e, out)
+        out += _S1.pack(len(x_renewers))
+        for e_renewers in x_renewers:
+            _encode_CreateDelegationTokenRequestCreatableRenewers_v0(e_renewers, out)
     out += _S2.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -289,12 +289,12 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
     else:
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
+        app_renewers = lst_renewers.append
         for _ in range(n):
-            x, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
-            app(x)
-        o.renewers = lst
+            x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
+            app_renewers(x_renewers)
+        o.renewers = lst_renewers
     o.max_lifetime_ms, = _S2.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -324,17 +324,17 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, out
         raise FieldNotInVersionError('non-default OwnerPrincipalType cannot be written', version=2)
     if o.owner_principal_name != '':
         raise FieldNotInVersionError('non-default OwnerPrincipalName cannot be written', version=2)
-    x = o.renewers
-    if x is None:
+    x_renewers = o.renewers
+    if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_renewers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e, out)
+        for e_renewers in x_renewers:
+            _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e_renewers, out)
     out += _S2.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -388,12 +388,12 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
     else:
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
+        app_renewers = lst_renewers.append
         for _ in range(n):
-            x, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
-            app(x)
-        o.renewers = lst
+            x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
+            app_renewers(x_renewers)
+        o.renewers = lst_renewers
     o.max_lifetime_ms, = _S2.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -419,43 +419,43 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
 
 
 def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, out: bytearray) -> None:
-    x = o.owner_principal_type
-    if x is None:
+    x_owner_principal_type = o.owner_principal_type
+    if x_owner_principal_type is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_owner_principal_type = x_owner_principal_type.encode()
+        if len(b_owner_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field OwnerPrincipalType is too long', version=3)
-        m = len(b) + 1
+        m = len(b_owner_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.owner_principal_name
-    if x is None:
+        out += b_owner_principal_type
+    x_owner_principal_name = o.owner_principal_name
+    if x_owner_principal_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_owner_principal_name = x_owner_principal_name.encode()
+        if len(b_owner_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field OwnerPrincipalName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_owner_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.renewers
-    if x is None:
+        out += b_owner_principal_name
+    x_renewers = o.renewers
+    if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_renewers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e, out)
+        for e_renewers in x_renewers:
+            _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e_renewers, out)
     out += _S2.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -526,41 +526,41 @@ def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, o
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=0)
     out += _S0.pack(o.error_code)
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += _S0.pack(len(b_principal_type))
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_principal_name))
+        out += b_principal_name
     out += _S5.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    x = o.token_id
-    if x is None:
+    x_token_id = o.token_id
+    if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_id = x_token_id.encode()
+        if len(b_token_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.hmac
-    if x is None:
+        out += _S0.pack(len(b_token_id))
+        out += b_token_id
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_hmac = x_hmac
+        out += _S1.pack(len(b_hmac))
+        out += b_hmac
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -667,57 +667,57 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, o
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=2)
     out += _S0.pack(o.error_code)
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_principal_name
     out += _S5.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    x = o.token_id
-    if x is None:
+    x_token_id = o.token_id
+    if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_id = x_token_id.encode()
+        if len(b_token_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_token_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.hmac
-    if x is None:
+        out += b_token_id
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
-        b = x
-        m = len(b) + 1
+        b_hmac = x_hmac
+        m = len(b_hmac) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_hmac
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -852,83 +852,83 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[Crea
 
 def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=3)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.token_requester_principal_type
-    if x is None:
+        out += b_principal_name
+    x_token_requester_principal_type = o.token_requester_principal_type
+    if x_token_requester_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalType is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_requester_principal_type = x_token_requester_principal_type.encode()
+        if len(b_token_requester_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenRequesterPrincipalType is too long', version=3)
-        m = len(b) + 1
+        m = len(b_token_requester_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.token_requester_principal_name
-    if x is None:
+        out += b_token_requester_principal_type
+    x_token_requester_principal_name = o.token_requester_principal_name
+    if x_token_requester_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_requester_principal_name = x_token_requester_principal_name.encode()
+        if len(b_token_requester_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenRequesterPrincipalName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_token_requester_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_token_requester_principal_name
     out += _S5.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    x = o.token_id
-    if x is None:
+    x_token_id = o.token_id
+    if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_id = x_token_id.encode()
+        if len(b_token_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_token_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.hmac
-    if x is None:
+        out += b_token_id
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=3)
     else:
-        b = x
-        m = len(b) + 1
+        b_hmac = x_hmac
+        m = len(b_hmac) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_hmac
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

@@ -110,11 +110,11 @@ def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_CreatePartitionsRequestAssignment_v0(o: CreatePartitionsRequestAssignment, out: bytearray) -> None:
-    x = o.broker_ids
-    if x is None:
+    x_broker_ids = o.broker_ids
+    if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_broker_ids)}i', len(x_broker_ids), *x_broker_ids)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -158,16 +158,16 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_CreatePartitionsRequestAssignment_v2(o: CreatePartitionsRequestAssignment, out: bytearray) -> None:
-    x = o.broker_ids
-    if x is None:
+    x_broker_ids = o.broker_ids
+    if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_broker_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_broker_ids)}i', *x_broker_ids)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -196,34 +196,34 @@ def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: int) -> tuple[Creat
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[CreatePartitionsRequestAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_CreatePartitionsRequestAssignment_v0(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v0(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_name))
+        out += b_name
     out += _S0.pack(o.count)
-    x = o.assignments
-    if x is None:
+    x_assignments = o.assignments
+    if x_assignments is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_CreatePartitionsRequestAssignment_v0(e, out)
+        out += _S0.pack(len(x_assignments))
+        for e_assignments in x_assignments:
+            _encode_CreatePartitionsRequestAssignment_v0(e_assignments, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -260,12 +260,12 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[CreatePartitionsRequestAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_CreatePartitionsRequestAssignment_v2(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v2(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -289,31 +289,31 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
 
 
 def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S0.pack(o.count)
-    x = o.assignments
-    if x is None:
+    x_assignments = o.assignments
+    if x_assignments is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_assignments) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreatePartitionsRequestAssignment_v2(e, out)
+        for e_assignments in x_assignments:
+            _encode_CreatePartitionsRequestAssignment_v2(e_assignments, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -330,12 +330,12 @@ def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: int) -> tuple[CreatePart
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreatePartitionsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreatePartitionsRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreatePartitionsRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, o.validate_only = _S3.unpack_from(buf, pos)
     pos += 5
     o.unknown_tagged_fields = ()
@@ -343,13 +343,13 @@ def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: int) -> tuple[CreatePart
 
 
 def _encode_CreatePartitionsRequest_v0(o: CreatePartitionsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_CreatePartitionsRequestTopic_v0(e, out)
+        out += _S0.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_CreatePartitionsRequestTopic_v0(e_topics, out)
     out += _S3.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -369,12 +369,12 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: int) -> tuple[CreatePart
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreatePartitionsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreatePartitionsRequestTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreatePartitionsRequestTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, o.validate_only = _S3.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -400,17 +400,17 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: int) -> tuple[CreatePart
 
 
 def _encode_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreatePartitionsRequestTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_CreatePartitionsRequestTopic_v2(e_topics, out)
     out += _S3.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -450,25 +450,25 @@ def _decode_CreatePartitionsResponseTopicResult_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_CreatePartitionsResponseTopicResult_v0(o: CreatePartitionsResponseTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_name))
+        out += b_name
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -533,33 +533,33 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: int) -> tupl
 
 
 def _encode_CreatePartitionsResponseTopicResult_v2(o: CreatePartitionsResponseTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -576,25 +576,25 @@ def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: int) -> tuple[CreatePar
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[CreatePartitionsResponseTopicResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_CreatePartitionsResponseTopicResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_CreatePartitionsResponseTopicResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreatePartitionsResponse_v0(o: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_CreatePartitionsResponseTopicResult_v0(e, out)
+        out += _S0.pack(len(x_results))
+        for e_results in x_results:
+            _encode_CreatePartitionsResponseTopicResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -615,12 +615,12 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[CreatePartitionsResponseTopicResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_CreatePartitionsResponseTopicResult_v2(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_CreatePartitionsResponseTopicResult_v2(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -645,17 +645,17 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
 
 def _encode_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreatePartitionsResponseTopicResult_v2(e, out)
+        for e_results in x_results:
+            _encode_CreatePartitionsResponseTopicResult_v2(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

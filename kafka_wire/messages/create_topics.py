@@ -164,11 +164,11 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: in
 
 def _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(o: CreateTopicsRequestCreatableReplicaAssignment, out: bytearray) -> None:
     out += _S1.pack(o.partition_index)
-    x = o.broker_ids
-    if x is None:
+    x_broker_ids = o.broker_ids
+    if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_broker_ids)}i', len(x_broker_ids), *x_broker_ids)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -215,16 +215,16 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: in
 
 def _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(o: CreateTopicsRequestCreatableReplicaAssignment, out: bytearray) -> None:
     out += _S1.pack(o.partition_index)
-    x = o.broker_ids
-    if x is None:
+    x_broker_ids = o.broker_ids
+    if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_broker_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_broker_ids)}i', *x_broker_ids)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -263,24 +263,24 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf: bytes, pos: int) -> 
 
 
 def _encode_CreateTopicsRequestCreatableTopicConfig_v0(o: CreateTopicsRequestCreatableTopicConfig, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.value
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_value))
+        out += b_value
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -343,32 +343,32 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: int) -> 
 
 
 def _encode_CreateTopicsRequestCreatableTopicConfig_v5(o: CreateTopicsRequestCreatableTopicConfig, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=5)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -397,12 +397,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -410,41 +410,41 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatableTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_name))
+        out += b_name
     out += _S4.pack(o.num_partitions, o.replication_factor)
-    x = o.assignments
-    if x is None:
+    x_assignments = o.assignments
+    if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(e, out)
-    x = o.configs
-    if x is None:
+        out += _S1.pack(len(x_assignments))
+        for e_assignments in x_assignments:
+            _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(e_assignments, out)
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsRequestCreatableTopicConfig_v0(e, out)
+        out += _S1.pack(len(x_configs))
+        for e_configs in x_configs:
+            _encode_CreateTopicsRequestCreatableTopicConfig_v0(e_configs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -481,12 +481,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -498,12 +498,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -527,42 +527,42 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatableTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S4.pack(o.num_partitions, o.replication_factor)
-    x = o.assignments
-    if x is None:
+    x_assignments = o.assignments
+    if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_assignments) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(e, out)
-    x = o.configs
-    if x is None:
+        for e_assignments in x_assignments:
+            _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(e_assignments, out)
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsRequestCreatableTopicConfig_v5(e, out)
+        for e_configs in x_configs:
+            _encode_CreateTopicsRequestCreatableTopicConfig_v5(e_configs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -580,12 +580,12 @@ def _decode_CreateTopicsRequest_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsRequestCreatableTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -593,15 +593,15 @@ def _decode_CreateTopicsRequest_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRe
 
 
 def _encode_CreateTopicsRequest_v0(o: CreateTopicsRequest, out: bytearray) -> None:
-    if o.validate_only != False:
+    if bool(o.validate_only):
         raise FieldNotInVersionError('non-default validateOnly cannot be written', version=0)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsRequestCreatableTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_CreateTopicsRequestCreatableTopic_v0(e_topics, out)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -617,12 +617,12 @@ def _decode_CreateTopicsRequest_v1(buf: bytes, pos: int) -> tuple[CreateTopicsRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsRequestCreatableTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, o.validate_only = _S5.unpack_from(buf, pos)
     pos += 5
     o.unknown_tagged_fields = ()
@@ -630,13 +630,13 @@ def _decode_CreateTopicsRequest_v1(buf: bytes, pos: int) -> tuple[CreateTopicsRe
 
 
 def _encode_CreateTopicsRequest_v1(o: CreateTopicsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsRequestCreatableTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_CreateTopicsRequestCreatableTopic_v0(e_topics, out)
     out += _S5.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -656,12 +656,12 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsRequestCreatableTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsRequestCreatableTopic_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, o.validate_only = _S5.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -687,17 +687,17 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRe
 
 
 def _encode_CreateTopicsRequest_v5(o: CreateTopicsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsRequestCreatableTopic_v5(e, out)
+        for e_topics in x_topics:
+            _encode_CreateTopicsRequestCreatableTopic_v5(e_topics, out)
     out += _S5.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -765,32 +765,32 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: int) -
 
 
 def _encode_CreateTopicsResponseCreatableTopicConfigs_v5(o: CreateTopicsResponseCreatableTopicConfigs, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=5)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -826,15 +826,15 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v0(buf: bytes, pos: int) ->
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v0(o: CreateTopicsResponseCreatableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_name))
+        out += b_name
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -877,25 +877,25 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v1(buf: bytes, pos: int) ->
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v1(o: CreateTopicsResponseCreatableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_name))
+        out += b_name
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -952,12 +952,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -984,45 +984,45 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseCreatableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=5)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S4.pack(o.num_partitions, o.replication_factor)
-    x = o.configs
-    if x is None:
+    x_configs = o.configs
+    if x_configs is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e, out)
+        for e_configs in x_configs:
+            _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e_configs, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1086,12 +1086,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1118,45 +1118,45 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseCreatableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=7)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S8.pack(o.topic_id.bytes, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=7)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S4.pack(o.num_partitions, o.replication_factor)
-    x = o.configs
-    if x is None:
+    x_configs = o.configs
+    if x_configs is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e, out)
+        for e_configs in x_configs:
+            _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e_configs, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1179,24 +1179,24 @@ def _decode_CreateTopicsResponse_v0(buf: bytes, pos: int) -> tuple[CreateTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateTopicsResponse_v0(o: CreateTopicsResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicResult_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_CreateTopicsResponseCreatableTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1212,24 +1212,24 @@ def _decode_CreateTopicsResponse_v1(buf: bytes, pos: int) -> tuple[CreateTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateTopicsResponse_v1(o: CreateTopicsResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicResult_v1(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_CreateTopicsResponseCreatableTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1244,25 +1244,25 @@ def _decode_CreateTopicsResponse_v2(buf: bytes, pos: int) -> tuple[CreateTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateTopicsResponse_v2(o: CreateTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicResult_v1(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_CreateTopicsResponseCreatableTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1283,12 +1283,12 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: int) -> tuple[CreateTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1313,17 +1313,17 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: int) -> tuple[CreateTopicsR
 
 def _encode_CreateTopicsResponse_v5(o: CreateTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicResult_v5(e, out)
+        for e_topics in x_topics:
+            _encode_CreateTopicsResponseCreatableTopicResult_v5(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1346,12 +1346,12 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_CreateTopicsResponseCreatableTopicResult_v7(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v7(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1376,17 +1376,17 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsR
 
 def _encode_CreateTopicsResponse_v7(o: CreateTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_CreateTopicsResponseCreatableTopicResult_v7(e, out)
+        for e_topics in x_topics:
+            _encode_CreateTopicsResponseCreatableTopicResult_v7(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -96,32 +96,32 @@ def _decode_DefaultPrincipalData_v0(buf: bytes, pos: int) -> tuple[DefaultPrinci
 
 
 def _encode_DefaultPrincipalData_v0(o: DefaultPrincipalData, out: bytearray) -> None:
-    x = o.type
-    if x is None:
+    x_type = o.type
+    if x_type is None:
         raise ValueOutOfRangeError('non-nullable field Type is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_type = x_type.encode()
+        if len(b_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field Type is too long', version=0)
-        m = len(b) + 1
+        m = len(b_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.name
-    if x is None:
+        out += b_type
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S0.pack(o.token_authenticated)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

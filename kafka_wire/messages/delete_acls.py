@@ -165,33 +165,33 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, out: bytearra
     if o.pattern_type_filter != 3:
         raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
     out += _S3.pack(o.resource_type_filter)
-    x = o.resource_name_filter
-    if x is None:
+    x_resource_name_filter = o.resource_name_filter
+    if x_resource_name_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name_filter = x_resource_name_filter.encode()
+        if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.principal_filter
-    if x is None:
+        out += _S1.pack(len(b_resource_name_filter))
+        out += b_resource_name_filter
+    x_principal_filter = o.principal_filter
+    if x_principal_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_filter = x_principal_filter.encode()
+        if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host_filter
-    if x is None:
+        out += _S1.pack(len(b_principal_filter))
+        out += b_principal_filter
+    x_host_filter = o.host_filter
+    if x_host_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_filter = x_host_filter.encode()
+        if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host_filter))
+        out += b_host_filter
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -244,34 +244,34 @@ def _decode_DeleteAclsRequestFilter_v1(buf: bytes, pos: int) -> tuple[DeleteAcls
 
 def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, out: bytearray) -> None:
     out += _S3.pack(o.resource_type_filter)
-    x = o.resource_name_filter
-    if x is None:
+    x_resource_name_filter = o.resource_name_filter
+    if x_resource_name_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name_filter = x_resource_name_filter.encode()
+        if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_resource_name_filter))
+        out += b_resource_name_filter
     out += _S3.pack(o.pattern_type_filter)
-    x = o.principal_filter
-    if x is None:
+    x_principal_filter = o.principal_filter
+    if x_principal_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_filter = x_principal_filter.encode()
+        if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host_filter
-    if x is None:
+        out += _S1.pack(len(b_principal_filter))
+        out += b_principal_filter
+    x_host_filter = o.host_filter
+    if x_host_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_filter = x_host_filter.encode()
+        if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host_filter))
+        out += b_host_filter
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -358,46 +358,46 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAcls
 
 def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, out: bytearray) -> None:
     out += _S3.pack(o.resource_type_filter)
-    x = o.resource_name_filter
-    if x is None:
+    x_resource_name_filter = o.resource_name_filter
+    if x_resource_name_filter is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name_filter = x_resource_name_filter.encode()
+        if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name_filter
     out += _S3.pack(o.pattern_type_filter)
-    x = o.principal_filter
-    if x is None:
+    x_principal_filter = o.principal_filter
+    if x_principal_filter is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_filter = x_principal_filter.encode()
+        if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host_filter
-    if x is None:
+        out += b_principal_filter
+    x_host_filter = o.host_filter
+    if x_host_filter is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_filter = x_host_filter.encode()
+        if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host_filter
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -415,24 +415,24 @@ def _decode_DeleteAclsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteAclsReques
     else:
         if n > blen - pos:
             raise _invalid('array Filters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_filters: list[DeleteAclsRequestFilter] = []
+        app_filters = lst_filters.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsRequestFilter_v0(buf, pos)
-            app(x)
-        o.filters = lst
+            x_filters, pos = _decode_DeleteAclsRequestFilter_v0(buf, pos)
+            app_filters(x_filters)
+        o.filters = lst_filters
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsRequest_v0(o: DeleteAclsRequest, out: bytearray) -> None:
-    x = o.filters
-    if x is None:
+    x_filters = o.filters
+    if x_filters is None:
         raise ValueOutOfRangeError('non-nullable field Filters is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DeleteAclsRequestFilter_v0(e, out)
+        out += _S4.pack(len(x_filters))
+        for e_filters in x_filters:
+            _encode_DeleteAclsRequestFilter_v0(e_filters, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -447,24 +447,24 @@ def _decode_DeleteAclsRequest_v1(buf: bytes, pos: int) -> tuple[DeleteAclsReques
     else:
         if n > blen - pos:
             raise _invalid('array Filters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_filters: list[DeleteAclsRequestFilter] = []
+        app_filters = lst_filters.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsRequestFilter_v1(buf, pos)
-            app(x)
-        o.filters = lst
+            x_filters, pos = _decode_DeleteAclsRequestFilter_v1(buf, pos)
+            app_filters(x_filters)
+        o.filters = lst_filters
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsRequest_v1(o: DeleteAclsRequest, out: bytearray) -> None:
-    x = o.filters
-    if x is None:
+    x_filters = o.filters
+    if x_filters is None:
         raise ValueOutOfRangeError('non-nullable field Filters is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DeleteAclsRequestFilter_v1(e, out)
+        out += _S4.pack(len(x_filters))
+        for e_filters in x_filters:
+            _encode_DeleteAclsRequestFilter_v1(e_filters, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -483,12 +483,12 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
     else:
         if n > blen - pos:
             raise _invalid('array Filters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_filters: list[DeleteAclsRequestFilter] = []
+        app_filters = lst_filters.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsRequestFilter_v2(buf, pos)
-            app(x)
-        o.filters = lst
+            x_filters, pos = _decode_DeleteAclsRequestFilter_v2(buf, pos)
+            app_filters(x_filters)
+        o.filters = lst_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -512,17 +512,17 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
 
 
 def _encode_DeleteAclsRequest_v2(o: DeleteAclsRequest, out: bytearray) -> None:
-    x = o.filters
-    if x is None:
+    x_filters = o.filters
+    if x_filters is None:
         raise ValueOutOfRangeError('non-nullable field Filters is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteAclsRequestFilter_v2(e, out)
+        for e_filters in x_filters:
+            _encode_DeleteAclsRequestFilter_v2(e_filters, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -591,43 +591,43 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, o
     if o.pattern_type != 3:
         raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.principal
-    if x is None:
+        out += _S1.pack(len(b_resource_name))
+        out += b_resource_name
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host
-    if x is None:
+        out += _S1.pack(len(b_principal))
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -692,44 +692,44 @@ def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: int) -> tuple[Dele
 
 def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_resource_name))
+        out += b_resource_name
     out += _S3.pack(o.pattern_type)
-    x = o.principal
-    if x is None:
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host
-    if x is None:
+        out += _S1.pack(len(b_principal))
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -834,60 +834,60 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
 
 def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     out += _S3.pack(o.pattern_type)
-    x = o.principal
-    if x is None:
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -917,34 +917,34 @@ def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: int) -> tuple[Del
     else:
         if n > blen - pos:
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
+        app_matching_acls = lst_matching_acls.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsResponseMatchingAcl_v0(buf, pos)
-            app(x)
-        o.matching_acls = lst
+            x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v0(buf, pos)
+            app_matching_acls(x_matching_acls)
+        o.matching_acls = lst_matching_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.matching_acls
-    if x is None:
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
+    x_matching_acls = o.matching_acls
+    if x_matching_acls is None:
         raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DeleteAclsResponseMatchingAcl_v0(e, out)
+        out += _S4.pack(len(x_matching_acls))
+        for e_matching_acls in x_matching_acls:
+            _encode_DeleteAclsResponseMatchingAcl_v0(e_matching_acls, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -971,34 +971,34 @@ def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: int) -> tuple[Del
     else:
         if n > blen - pos:
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
+        app_matching_acls = lst_matching_acls.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsResponseMatchingAcl_v1(buf, pos)
-            app(x)
-        o.matching_acls = lst
+            x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v1(buf, pos)
+            app_matching_acls(x_matching_acls)
+        o.matching_acls = lst_matching_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.matching_acls
-    if x is None:
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
+    x_matching_acls = o.matching_acls
+    if x_matching_acls is None:
         raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DeleteAclsResponseMatchingAcl_v1(e, out)
+        out += _S4.pack(len(x_matching_acls))
+        for e_matching_acls in x_matching_acls:
+            _encode_DeleteAclsResponseMatchingAcl_v1(e_matching_acls, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1035,12 +1035,12 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
     else:
         if n > blen - pos:
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
+        app_matching_acls = lst_matching_acls.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsResponseMatchingAcl_v2(buf, pos)
-            app(x)
-        o.matching_acls = lst
+            x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v2(buf, pos)
+            app_matching_acls(x_matching_acls)
+        o.matching_acls = lst_matching_acls
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1065,30 +1065,30 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
 
 def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.matching_acls
-    if x is None:
+        out += b_error_message
+    x_matching_acls = o.matching_acls
+    if x_matching_acls is None:
         raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_matching_acls) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteAclsResponseMatchingAcl_v2(e, out)
+        for e_matching_acls in x_matching_acls:
+            _encode_DeleteAclsResponseMatchingAcl_v2(e_matching_acls, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1105,25 +1105,25 @@ def _decode_DeleteAclsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
     else:
         if n > blen - pos:
             raise _invalid('array FilterResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_filter_results: list[DeleteAclsResponseFilterResult] = []
+        app_filter_results = lst_filter_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsResponseFilterResult_v0(buf, pos)
-            app(x)
-        o.filter_results = lst
+            x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v0(buf, pos)
+            app_filter_results(x_filter_results)
+        o.filter_results = lst_filter_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponse_v0(o: DeleteAclsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.filter_results
-    if x is None:
+    x_filter_results = o.filter_results
+    if x_filter_results is None:
         raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DeleteAclsResponseFilterResult_v0(e, out)
+        out += _S4.pack(len(x_filter_results))
+        for e_filter_results in x_filter_results:
+            _encode_DeleteAclsResponseFilterResult_v0(e_filter_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1138,25 +1138,25 @@ def _decode_DeleteAclsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
     else:
         if n > blen - pos:
             raise _invalid('array FilterResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_filter_results: list[DeleteAclsResponseFilterResult] = []
+        app_filter_results = lst_filter_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsResponseFilterResult_v1(buf, pos)
-            app(x)
-        o.filter_results = lst
+            x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v1(buf, pos)
+            app_filter_results(x_filter_results)
+        o.filter_results = lst_filter_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponse_v1(o: DeleteAclsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.filter_results
-    if x is None:
+    x_filter_results = o.filter_results
+    if x_filter_results is None:
         raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DeleteAclsResponseFilterResult_v1(e, out)
+        out += _S4.pack(len(x_filter_results))
+        for e_filter_results in x_filter_results:
+            _encode_DeleteAclsResponseFilterResult_v1(e_filter_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1177,12 +1177,12 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
     else:
         if n > blen - pos:
             raise _invalid('array FilterResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_filter_results: list[DeleteAclsResponseFilterResult] = []
+        app_filter_results = lst_filter_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteAclsResponseFilterResult_v2(buf, pos)
-            app(x)
-        o.filter_results = lst
+            x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v2(buf, pos)
+            app_filter_results(x_filter_results)
+        o.filter_results = lst_filter_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1207,17 +1207,17 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
 
 def _encode_DeleteAclsResponse_v2(o: DeleteAclsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.filter_results
-    if x is None:
+    x_filter_results = o.filter_results
+    if x_filter_results is None:
         raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_filter_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteAclsResponseFilterResult_v2(e, out)
+        for e_filter_results in x_filter_results:
+            _encode_DeleteAclsResponseFilterResult_v2(e_filter_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -71,8 +71,8 @@ def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
     else:
         if n > blen - pos:
             raise _invalid('array GroupsNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups_names: list[str] = []
+        app_groups_names = lst_groups_names.append
         for _ in range(n):
             n2, = _S1.unpack_from(buf, pos)
             pos += 2
@@ -83,25 +83,25 @@ def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupsNames')
-            app(buf[pos:end].decode())
+            app_groups_names(buf[pos:end].decode())
             pos = end
-        o.groups_names = lst
+        o.groups_names = lst_groups_names
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, out: bytearray) -> None:
-    x = o.groups_names
-    if x is None:
+    x_groups_names = o.groups_names
+    if x_groups_names is None:
         raise ValueOutOfRangeError('non-nullable field GroupsNames is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S0.pack(len(x_groups_names))
+        for e_groups_names in x_groups_names:
+            b_groups_names = e_groups_names.encode()
+            if len(b_groups_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in GroupsNames is too long', version=0)
-            out += _S1.pack(len(b))
-            out += b
+            out += _S1.pack(len(b_groups_names))
+            out += b_groups_names
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -120,8 +120,8 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
     else:
         if n > blen - pos:
             raise _invalid('array GroupsNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups_names: list[str] = []
+        app_groups_names = lst_groups_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -136,9 +136,9 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupsNames')
-            app(buf[pos:end].decode())
+            app_groups_names(buf[pos:end].decode())
             pos = end
-        o.groups_names = lst
+        o.groups_names = lst_groups_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -162,25 +162,25 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
 
 
 def _encode_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, out: bytearray) -> None:
-    x = o.groups_names
-    if x is None:
+    x_groups_names = o.groups_names
+    if x_groups_names is None:
         raise ValueOutOfRangeError('non-nullable field GroupsNames is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_groups_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_groups_names in x_groups_names:
+            b_groups_names = e_groups_names.encode()
+            if len(b_groups_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in GroupsNames is too long', version=2)
-            m = len(b) + 1
+            m = len(b_groups_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_groups_names
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -210,15 +210,15 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteGroupsResponseDeletableGroupResult_v0(o: DeleteGroupsResponseDeletableGroupResult, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_group_id))
+        out += b_group_id
     out += _S1.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -269,19 +269,19 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteGroupsResponseDeletableGroupResult_v2(o: DeleteGroupsResponseDeletableGroupResult, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S1.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -349,33 +349,33 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteGroupsResponseDeletableGroupResult_v3(o: DeleteGroupsResponseDeletableGroupResult, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -392,25 +392,25 @@ def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsR
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DeleteGroupsResponseDeletableGroupResult_v0(e, out)
+        out += _S0.pack(len(x_results))
+        for e_results in x_results:
+            _encode_DeleteGroupsResponseDeletableGroupResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -431,12 +431,12 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -461,17 +461,17 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
 
 def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteGroupsResponseDeletableGroupResult_v2(e, out)
+        for e_results in x_results:
+            _encode_DeleteGroupsResponseDeletableGroupResult_v2(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -494,12 +494,12 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -524,17 +524,17 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
 
 def _encode_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteGroupsResponseDeletableGroupResult_v3(e, out)
+        for e_results in x_results:
+            _encode_DeleteGroupsResponseDeletableGroupResult_v3(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -103,7 +103,6 @@ class DeleteRecordsResponse(Message):
 
 def _decode_DeleteRecordsRequestPartition_v0(buf: bytes, pos: int) -> tuple[DeleteRecordsRequestPartition, int]:
     o = _new(DeleteRecordsRequestPartition)
-    blen = len(buf)
     o.partition_index, o.offset = _S0.unpack_from(buf, pos)
     pos += 12
     o.unknown_tagged_fields = ()
@@ -173,33 +172,33 @@ def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: int) -> tuple[DeleteRe
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DeleteRecordsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DeleteRecordsRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteRecordsRequestTopic_v0(o: DeleteRecordsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S1.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_DeleteRecordsRequestPartition_v0(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_DeleteRecordsRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -234,12 +233,12 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRe
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DeleteRecordsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsRequestPartition_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DeleteRecordsRequestPartition_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -263,30 +262,30 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRe
 
 
 def _encode_DeleteRecordsRequestTopic_v2(o: DeleteRecordsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteRecordsRequestPartition_v2(e, out)
+        for e_partitions in x_partitions:
+            _encode_DeleteRecordsRequestPartition_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -303,12 +302,12 @@ def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteRecords
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DeleteRecordsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DeleteRecordsRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -316,13 +315,13 @@ def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteRecords
 
 
 def _encode_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_DeleteRecordsRequestTopic_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_DeleteRecordsRequestTopic_v0(e_topics, out)
     out += _S2.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -342,12 +341,12 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteRecords
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DeleteRecordsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsRequestTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DeleteRecordsRequestTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -373,17 +372,17 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteRecords
 
 
 def _encode_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteRecordsRequestTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_DeleteRecordsRequestTopic_v2(e_topics, out)
     out += _S2.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -393,7 +392,6 @@ def _encode_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, out: bytearray) -> 
 
 def _decode_DeleteRecordsResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[DeleteRecordsResponsePartitionResult, int]:
     o = _new(DeleteRecordsResponsePartitionResult)
-    blen = len(buf)
     o.partition_index, o.low_watermark, o.error_code = _S3.unpack_from(buf, pos)
     pos += 14
     o.unknown_tagged_fields = ()
@@ -463,33 +461,33 @@ def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: int) -> tuple[D
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteRecordsResponseTopicResult_v0(o: DeleteRecordsResponseTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S1.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_DeleteRecordsResponsePartitionResult_v0(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_DeleteRecordsResponsePartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -524,12 +522,12 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[D
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsResponsePartitionResult_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -553,30 +551,30 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[D
 
 
 def _encode_DeleteRecordsResponseTopicResult_v2(o: DeleteRecordsResponseTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteRecordsResponsePartitionResult_v2(e, out)
+        for e_partitions in x_partitions:
+            _encode_DeleteRecordsResponsePartitionResult_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -593,25 +591,25 @@ def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteRecord
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DeleteRecordsResponseTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsResponseTopicResult_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_DeleteRecordsResponseTopicResult_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_DeleteRecordsResponseTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -632,12 +630,12 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteRecord
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DeleteRecordsResponseTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DeleteRecordsResponseTopicResult_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -662,17 +660,17 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteRecord
 
 def _encode_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteRecordsResponseTopicResult_v2(e, out)
+        for e_topics in x_topics:
+            _encode_DeleteRecordsResponseTopicResult_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

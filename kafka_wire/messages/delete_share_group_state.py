@@ -148,12 +148,12 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DeleteShareGroupStateRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DeleteShareGroupStateRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DeleteShareGroupStateRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -178,17 +178,17 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
 
 def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupStateRequestDeleteStateData, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteShareGroupStateRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DeleteShareGroupStateRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -225,12 +225,12 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[Delet
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DeleteShareGroupStateRequestDeleteStateData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -254,30 +254,30 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[Delet
 
 
 def _encode_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteShareGroupStateRequestDeleteStateData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DeleteShareGroupStateRequestDeleteStateData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -329,19 +329,19 @@ def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int
 
 def _encode_DeleteShareGroupStateResponsePartitionResult_v0(o: DeleteShareGroupStateResponsePartitionResult, out: bytearray) -> None:
     out += _S2.pack(o.partition, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -365,12 +365,12 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DeleteShareGroupStateResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -395,17 +395,17 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
 
 def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGroupStateResponseDeleteStateResult, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteShareGroupStateResponsePartitionResult_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DeleteShareGroupStateResponsePartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -426,12 +426,12 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Dele
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DeleteShareGroupStateResponseDeleteStateResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -455,17 +455,17 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Dele
 
 
 def _encode_DeleteShareGroupStateResponse_v0(o: DeleteShareGroupStateResponse, out: bytearray) -> None:
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(e, out)
+        for e_results in x_results:
+            _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -129,19 +129,19 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: int) -> tupl
 
 
 def _encode_DeleteTopicsRequestDeleteTopicState_v6(o: DeleteTopicsRequestDeleteTopicState, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S0.pack(o.topic_id.bytes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -160,8 +160,8 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_names: list[str] = []
+        app_topic_names = lst_topic_names.append
         for _ in range(n):
             n2, = _S2.unpack_from(buf, pos)
             pos += 2
@@ -172,9 +172,9 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
             end = pos + n2
             if end > blen:
                 raise _truncated('TopicNames')
-            app(buf[pos:end].decode())
+            app_topic_names(buf[pos:end].decode())
             pos = end
-        o.topic_names = lst
+        o.topic_names = lst_topic_names
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -184,17 +184,17 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
 def _encode_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, out: bytearray) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
-    x = o.topic_names
-    if x is None:
+    x_topic_names = o.topic_names
+    if x_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field TopicNames is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S1.pack(len(x_topic_names))
+        for e_topic_names in x_topic_names:
+            b_topic_names = e_topic_names.encode()
+            if len(b_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in TopicNames is too long', version=0)
-            out += _S2.pack(len(b))
-            out += b
+            out += _S2.pack(len(b_topic_names))
+            out += b_topic_names
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -215,8 +215,8 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_names: list[str] = []
+        app_topic_names = lst_topic_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -231,9 +231,9 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
             end = pos + n2
             if end > blen:
                 raise _truncated('TopicNames')
-            app(buf[pos:end].decode())
+            app_topic_names(buf[pos:end].decode())
             pos = end
-        o.topic_names = lst
+        o.topic_names = lst_topic_names
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -261,25 +261,25 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
 def _encode_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, out: bytearray) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
-    x = o.topic_names
-    if x is None:
+    x_topic_names = o.topic_names
+    if x_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field TopicNames is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topic_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_topic_names in x_topic_names:
+            b_topic_names = e_topic_names.encode()
+            if len(b_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in TopicNames is too long', version=4)
-            m = len(b) + 1
+            m = len(b_topic_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_topic_names
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -302,12 +302,12 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DeleteTopicsRequestDeleteTopicState] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DeleteTopicsRequestDeleteTopicState_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DeleteTopicsRequestDeleteTopicState_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -333,17 +333,17 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
 
 
 def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteTopicsRequestDeleteTopicState_v6(e, out)
+        for e_topics in x_topics:
+            _encode_DeleteTopicsRequestDeleteTopicState_v6(e_topics, out)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -375,15 +375,15 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v0(o: DeleteTopicsResponseDeletableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_name))
+        out += b_name
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -435,19 +435,19 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v4(o: DeleteTopicsResponseDeletableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -516,33 +516,33 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v5(o: DeleteTopicsResponseDeletableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=5)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -610,33 +610,33 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: int) ->
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v6(o: DeleteTopicsResponseDeletableTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S3.pack(o.topic_id.bytes, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=6)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -654,24 +654,24 @@ def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, out: bytearray) -> None:
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v0(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -686,25 +686,25 @@ def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v0(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -725,12 +725,12 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -755,17 +755,17 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
 
 def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v4(e, out)
+        for e_responses in x_responses:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v4(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -788,12 +788,12 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -818,17 +818,17 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
 
 def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v5(e, out)
+        for e_responses in x_responses:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v5(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -851,12 +851,12 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -881,17 +881,17 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
 
 def _encode_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v6(e, out)
+        for e_responses in x_responses:
+            _encode_DeleteTopicsResponseDeletableTopicResult_v6(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

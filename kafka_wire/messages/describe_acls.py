@@ -152,33 +152,33 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, out: bytearray) -> No
     if o.pattern_type_filter != 3:
         raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
     out += _S3.pack(o.resource_type_filter)
-    x = o.resource_name_filter
-    if x is None:
+    x_resource_name_filter = o.resource_name_filter
+    if x_resource_name_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name_filter = x_resource_name_filter.encode()
+        if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.principal_filter
-    if x is None:
+        out += _S1.pack(len(b_resource_name_filter))
+        out += b_resource_name_filter
+    x_principal_filter = o.principal_filter
+    if x_principal_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_filter = x_principal_filter.encode()
+        if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host_filter
-    if x is None:
+        out += _S1.pack(len(b_principal_filter))
+        out += b_principal_filter
+    x_host_filter = o.host_filter
+    if x_host_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_filter = x_host_filter.encode()
+        if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host_filter))
+        out += b_host_filter
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -231,34 +231,34 @@ def _decode_DescribeAclsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeAclsRe
 
 def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, out: bytearray) -> None:
     out += _S3.pack(o.resource_type_filter)
-    x = o.resource_name_filter
-    if x is None:
+    x_resource_name_filter = o.resource_name_filter
+    if x_resource_name_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name_filter = x_resource_name_filter.encode()
+        if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_resource_name_filter))
+        out += b_resource_name_filter
     out += _S3.pack(o.pattern_type_filter)
-    x = o.principal_filter
-    if x is None:
+    x_principal_filter = o.principal_filter
+    if x_principal_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_filter = x_principal_filter.encode()
+        if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host_filter
-    if x is None:
+        out += _S1.pack(len(b_principal_filter))
+        out += b_principal_filter
+    x_host_filter = o.host_filter
+    if x_host_filter is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_filter = x_host_filter.encode()
+        if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host_filter))
+        out += b_host_filter
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -345,46 +345,46 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRe
 
 def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, out: bytearray) -> None:
     out += _S3.pack(o.resource_type_filter)
-    x = o.resource_name_filter
-    if x is None:
+    x_resource_name_filter = o.resource_name_filter
+    if x_resource_name_filter is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name_filter = x_resource_name_filter.encode()
+        if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name_filter
     out += _S3.pack(o.pattern_type_filter)
-    x = o.principal_filter
-    if x is None:
+    x_principal_filter = o.principal_filter
+    if x_principal_filter is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_filter = x_principal_filter.encode()
+        if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host_filter
-    if x is None:
+        out += b_principal_filter
+    x_host_filter = o.host_filter
+    if x_host_filter is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_filter = x_host_filter.encode()
+        if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host_filter
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -426,24 +426,24 @@ def _decode_DescribeAclsResponseAclDescription_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_DescribeAclsResponseAclDescription_v0(o: DescribeAclsResponseAclDescription, out: bytearray) -> None:
-    x = o.principal
-    if x is None:
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.host
-    if x is None:
+        out += _S1.pack(len(b_principal))
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -509,32 +509,32 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: int) -> tuple
 
 
 def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDescription, out: bytearray) -> None:
-    x = o.principal
-    if x is None:
+    x_principal = o.principal
+    if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal = x_principal.encode()
+        if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_principal
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -565,12 +565,12 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Acls declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acls: list[DescribeAclsResponseAclDescription] = []
+        app_acls = lst_acls.append
         for _ in range(n):
-            x, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
-            app(x)
-        o.acls = lst
+            x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
+            app_acls(x_acls)
+        o.acls = lst_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -579,22 +579,22 @@ def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, out
     if o.pattern_type != 3:
         raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.acls
-    if x is None:
+        out += _S1.pack(len(b_resource_name))
+        out += b_resource_name
+    x_acls = o.acls
+    if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DescribeAclsResponseAclDescription_v0(e, out)
+        out += _S4.pack(len(x_acls))
+        for e_acls in x_acls:
+            _encode_DescribeAclsResponseAclDescription_v0(e_acls, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -621,35 +621,35 @@ def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Acls declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acls: list[DescribeAclsResponseAclDescription] = []
+        app_acls = lst_acls.append
         for _ in range(n):
-            x, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
-            app(x)
-        o.acls = lst
+            x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
+            app_acls(x_acls)
+        o.acls = lst_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_resource_name))
+        out += b_resource_name
     out += _S3.pack(o.pattern_type)
-    x = o.acls
-    if x is None:
+    x_acls = o.acls
+    if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DescribeAclsResponseAclDescription_v0(e, out)
+        out += _S4.pack(len(x_acls))
+        for e_acls in x_acls:
+            _encode_DescribeAclsResponseAclDescription_v0(e_acls, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -688,12 +688,12 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Acls declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acls: list[DescribeAclsResponseAclDescription] = []
+        app_acls = lst_acls.append
         for _ in range(n):
-            x, pos = _decode_DescribeAclsResponseAclDescription_v2(buf, pos)
-            app(x)
-        o.acls = lst
+            x_acls, pos = _decode_DescribeAclsResponseAclDescription_v2(buf, pos)
+            app_acls(x_acls)
+        o.acls = lst_acls
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -718,31 +718,31 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
 
 def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     out += _S3.pack(o.pattern_type)
-    x = o.acls
-    if x is None:
+    x_acls = o.acls
+    if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_acls) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeAclsResponseAclDescription_v2(e, out)
+        for e_acls in x_acls:
+            _encode_DescribeAclsResponseAclDescription_v2(e_acls, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -771,34 +771,34 @@ def _decode_DescribeAclsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeAclsR
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeAclsResponseResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeAclsResponseResource_v0(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeAclsResponseResource_v0(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.resources
-    if x is None:
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DescribeAclsResponseResource_v0(e, out)
+        out += _S4.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_DescribeAclsResponseResource_v0(e_resources, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -825,34 +825,34 @@ def _decode_DescribeAclsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeAclsR
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeAclsResponseResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeAclsResponseResource_v1(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeAclsResponseResource_v1(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.resources
-    if x is None:
+        out += _S1.pack(len(b_error_message))
+        out += b_error_message
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_DescribeAclsResponseResource_v1(e, out)
+        out += _S4.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_DescribeAclsResponseResource_v1(e_resources, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -889,12 +889,12 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsR
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeAclsResponseResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeAclsResponseResource_v2(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeAclsResponseResource_v2(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -919,30 +919,30 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsR
 
 def _encode_DescribeAclsResponse_v2(o: DescribeAclsResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.resources
-    if x is None:
+        out += b_error_message
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_resources) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeAclsResponseResource_v2(e, out)
+        for e_resources in x_resources:
+            _encode_DescribeAclsResponseResource_v2(e_resources, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -140,25 +140,25 @@ def _decode_DescribeClientQuotasRequestComponentData_v0(buf: bytes, pos: int) ->
 
 
 def _encode_DescribeClientQuotasRequestComponentData_v0(o: DescribeClientQuotasRequestComponentData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_entity_type))
+        out += b_entity_type
     out += _S2.pack(o.match_type)
-    x = o.match
-    if x is None:
+    x_match = o.match
+    if x_match is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_match = x_match.encode()
+        if len(b_match) > 0x7FFF:
             raise ValueOutOfRangeError('string field Match is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_match))
+        out += b_match
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -223,33 +223,33 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: int) ->
 
 
 def _encode_DescribeClientQuotasRequestComponentData_v1(o: DescribeClientQuotasRequestComponentData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_entity_type
     out += _S2.pack(o.match_type)
-    x = o.match
-    if x is None:
+    x_match = o.match
+    if x_match is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_match = x_match.encode()
+        if len(b_match) > 0x7FFF:
             raise ValueOutOfRangeError('string field Match is too long', version=1)
-        m = len(b) + 1
+        m = len(b_match) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_match
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -266,12 +266,12 @@ def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[Descri
     else:
         if n > blen - pos:
             raise _invalid('array Components declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_components: list[DescribeClientQuotasRequestComponentData] = []
+        app_components = lst_components.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasRequestComponentData_v0(buf, pos)
-            app(x)
-        o.components = lst
+            x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v0(buf, pos)
+            app_components(x_components)
+        o.components = lst_components
     o.strict, = _S4.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -279,13 +279,13 @@ def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[Descri
 
 
 def _encode_DescribeClientQuotasRequest_v0(o: DescribeClientQuotasRequest, out: bytearray) -> None:
-    x = o.components
-    if x is None:
+    x_components = o.components
+    if x_components is None:
         raise ValueOutOfRangeError('non-nullable field Components is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_DescribeClientQuotasRequestComponentData_v0(e, out)
+        out += _S3.pack(len(x_components))
+        for e_components in x_components:
+            _encode_DescribeClientQuotasRequestComponentData_v0(e_components, out)
     out += _S4.pack(o.strict)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -305,12 +305,12 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
     else:
         if n > blen - pos:
             raise _invalid('array Components declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_components: list[DescribeClientQuotasRequestComponentData] = []
+        app_components = lst_components.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasRequestComponentData_v1(buf, pos)
-            app(x)
-        o.components = lst
+            x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v1(buf, pos)
+            app_components(x_components)
+        o.components = lst_components
     o.strict, = _S4.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -336,17 +336,17 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
 
 
 def _encode_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, out: bytearray) -> None:
-    x = o.components
-    if x is None:
+    x_components = o.components
+    if x_components is None:
         raise ValueOutOfRangeError('non-nullable field Components is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_components) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClientQuotasRequestComponentData_v1(e, out)
+        for e_components in x_components:
+            _encode_DescribeClientQuotasRequestComponentData_v1(e_components, out)
     out += _S4.pack(o.strict)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -386,24 +386,24 @@ def _decode_DescribeClientQuotasResponseEntityData_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeClientQuotasResponseEntityData_v0(o: DescribeClientQuotasResponseEntityData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.entity_name
-    if x is None:
+        out += _S0.pack(len(b_entity_type))
+        out += b_entity_type
+    x_entity_name = o.entity_name
+    if x_entity_name is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_name = x_entity_name.encode()
+        if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_entity_name))
+        out += b_entity_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -466,32 +466,32 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeClientQuotasResponseEntityData_v1(o: DescribeClientQuotasResponseEntityData, out: bytearray) -> None:
-    x = o.entity_type
-    if x is None:
+    x_entity_type = o.entity_type
+    if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_type = x_entity_type.encode()
+        if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.entity_name
-    if x is None:
+        out += b_entity_type
+    x_entity_name = o.entity_name
+    if x_entity_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_entity_name = x_entity_name.encode()
+        if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_entity_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_entity_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -520,15 +520,15 @@ def _decode_DescribeClientQuotasResponseValueData_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeClientQuotasResponseValueData_v0(o: DescribeClientQuotasResponseValueData, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_key))
+        out += b_key
     out += _S5.pack(o.value)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -578,19 +578,19 @@ def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeClientQuotasResponseValueData_v1(o: DescribeClientQuotasResponseValueData, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=1)
-        m = len(b) + 1
+        m = len(b_key) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_key
     out += _S5.pack(o.value)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -608,12 +608,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entity: list[DescribeClientQuotasResponseEntityData] = []
+        app_entity = lst_entity.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasResponseEntityData_v0(buf, pos)
-            app(x)
-        o.entity = lst
+            x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v0(buf, pos)
+            app_entity(x_entity)
+        o.entity = lst_entity
     n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -621,31 +621,31 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Values declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_values: list[DescribeClientQuotasResponseValueData] = []
+        app_values = lst_values.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasResponseValueData_v0(buf, pos)
-            app(x)
-        o.values = lst
+            x_values, pos = _decode_DescribeClientQuotasResponseValueData_v0(buf, pos)
+            app_values(x_values)
+        o.values = lst_values
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResponseEntryData, out: bytearray) -> None:
-    x = o.entity
-    if x is None:
+    x_entity = o.entity
+    if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_DescribeClientQuotasResponseEntityData_v0(e, out)
-    x = o.values
-    if x is None:
+        out += _S3.pack(len(x_entity))
+        for e_entity in x_entity:
+            _encode_DescribeClientQuotasResponseEntityData_v0(e_entity, out)
+    x_values = o.values
+    if x_values is None:
         raise ValueOutOfRangeError('non-nullable field Values is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_DescribeClientQuotasResponseValueData_v0(e, out)
+        out += _S3.pack(len(x_values))
+        for e_values in x_values:
+            _encode_DescribeClientQuotasResponseValueData_v0(e_values, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -664,12 +664,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entity: list[DescribeClientQuotasResponseEntityData] = []
+        app_entity = lst_entity.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasResponseEntityData_v1(buf, pos)
-            app(x)
-        o.entity = lst
+            x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v1(buf, pos)
+            app_entity(x_entity)
+        o.entity = lst_entity
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -681,12 +681,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Values declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_values: list[DescribeClientQuotasResponseValueData] = []
+        app_values = lst_values.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasResponseValueData_v1(buf, pos)
-            app(x)
-        o.values = lst
+            x_values, pos = _decode_DescribeClientQuotasResponseValueData_v1(buf, pos)
+            app_values(x_values)
+        o.values = lst_values
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -710,28 +710,28 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResponseEntryData, out: bytearray) -> None:
-    x = o.entity
-    if x is None:
+    x_entity = o.entity
+    if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_entity) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClientQuotasResponseEntityData_v1(e, out)
-    x = o.values
-    if x is None:
+        for e_entity in x_entity:
+            _encode_DescribeClientQuotasResponseEntityData_v1(e_entity, out)
+    x_values = o.values
+    if x_values is None:
         raise ValueOutOfRangeError('non-nullable field Values is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_values) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClientQuotasResponseValueData_v1(e, out)
+        for e_values in x_values:
+            _encode_DescribeClientQuotasResponseValueData_v1(e_values, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -760,34 +760,34 @@ def _decode_DescribeClientQuotasResponse_v0(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entries: list[DescribeClientQuotasResponseEntryData] = []
+        app_entries = lst_entries.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasResponseEntryData_v0(buf, pos)
-            app(x)
-        o.entries = lst
+            x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v0(buf, pos)
+            app_entries(x_entries)
+        o.entries = lst_entries
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.entries
-    if x is None:
+        out += _S0.pack(len(b_error_message))
+        out += b_error_message
+    x_entries = o.entries
+    if x_entries is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_DescribeClientQuotasResponseEntryData_v0(e, out)
+        out += _S3.pack(len(x_entries))
+        for e_entries in x_entries:
+            _encode_DescribeClientQuotasResponseEntryData_v0(e_entries, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -824,12 +824,12 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_entries: list[DescribeClientQuotasResponseEntryData] = []
+        app_entries = lst_entries.append
         for _ in range(n):
-            x, pos = _decode_DescribeClientQuotasResponseEntryData_v1(buf, pos)
-            app(x)
-        o.entries = lst
+            x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v1(buf, pos)
+            app_entries(x_entries)
+        o.entries = lst_entries
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -854,30 +854,30 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[Descr
 
 def _encode_DescribeClientQuotasResponse_v1(o: DescribeClientQuotasResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.entries
-    if x is None:
+        out += b_error_message
+    x_entries = o.entries
+    if x_entries is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_entries) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClientQuotasResponseEntryData_v1(e, out)
+        for e_entries in x_entries:
+            _encode_DescribeClientQuotasResponseEntryData_v1(e_entries, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

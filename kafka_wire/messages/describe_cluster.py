@@ -116,7 +116,7 @@ def _decode_DescribeClusterRequest_v0(buf: bytes, pos: int) -> tuple[DescribeClu
 def _encode_DescribeClusterRequest_v0(o: DescribeClusterRequest, out: bytearray) -> None:
     if o.endpoint_type != 1:
         raise FieldNotInVersionError('non-default EndpointType cannot be written', version=0)
-    if o.include_fenced_brokers != False:
+    if bool(o.include_fenced_brokers):
         raise FieldNotInVersionError('non-default IncludeFencedBrokers cannot be written', version=0)
     out += _S0.pack(o.include_cluster_authorized_operations)
     if o.unknown_tagged_fields:
@@ -154,7 +154,7 @@ def _decode_DescribeClusterRequest_v1(buf: bytes, pos: int) -> tuple[DescribeClu
 
 
 def _encode_DescribeClusterRequest_v1(o: DescribeClusterRequest, out: bytearray) -> None:
-    if o.include_fenced_brokers != False:
+    if bool(o.include_fenced_brokers):
         raise FieldNotInVersionError('non-default IncludeFencedBrokers cannot be written', version=1)
     out += _S1.pack(o.include_cluster_authorized_operations, o.endpoint_type)
     if o.unknown_tagged_fields:
@@ -261,36 +261,36 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeClusterResponseBroker_v0(o: DescribeClusterResponseBroker, out: bytearray) -> None:
-    if o.is_fenced != False:
+    if bool(o.is_fenced):
         raise FieldNotInVersionError('non-default IsFenced cannot be written', version=0)
     out += _S3.pack(o.broker_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S3.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -362,33 +362,33 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: int) -> tuple[Desc
 
 def _encode_DescribeClusterResponseBroker_v2(o: DescribeClusterResponseBroker, out: bytearray) -> None:
     out += _S3.pack(o.broker_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S3.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=2)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     out += _S0.pack(o.is_fenced)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -447,12 +447,12 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[DescribeClusterResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -481,44 +481,44 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, out: bytearra
     if o.endpoint_type != 1:
         raise FieldNotInVersionError('non-default EndpointType cannot be written', version=0)
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.cluster_id
-    if x is None:
+        out += b_error_message
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.controller_id)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClusterResponseBroker_v0(e, out)
+        for e_brokers in x_brokers:
+            _encode_DescribeClusterResponseBroker_v0(e_brokers, out)
     out += _S3.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -578,12 +578,12 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[DescribeClusterResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -610,45 +610,45 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
 
 def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S5.pack(o.endpoint_type)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.controller_id)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClusterResponseBroker_v0(e, out)
+        for e_brokers in x_brokers:
+            _encode_DescribeClusterResponseBroker_v0(e_brokers, out)
     out += _S3.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -708,12 +708,12 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[DescribeClusterResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_DescribeClusterResponseBroker_v2(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_DescribeClusterResponseBroker_v2(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -740,45 +740,45 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
 
 def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S5.pack(o.endpoint_type)
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.controller_id)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeClusterResponseBroker_v2(e, out)
+        for e_brokers in x_brokers:
+            _encode_DescribeClusterResponseBroker_v2(e_brokers, out)
     out += _S3.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

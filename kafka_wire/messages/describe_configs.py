@@ -155,8 +155,8 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[Des
     else:
         if n > blen - pos:
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configuration_keys: list[str] = []
+        app_configuration_keys = lst_configuration_keys.append
         for _ in range(n):
             n2, = _S2.unpack_from(buf, pos)
             pos += 2
@@ -167,35 +167,35 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[Des
             end = pos + n2
             if end > blen:
                 raise _truncated('ConfigurationKeys')
-            app(buf[pos:end].decode())
+            app_configuration_keys(buf[pos:end].decode())
             pos = end
-        o.configuration_keys = lst
+        o.configuration_keys = lst_configuration_keys
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.configuration_keys
-    if x is None:
+        out += _S2.pack(len(b_resource_name))
+        out += b_resource_name
+    x_configuration_keys = o.configuration_keys
+    if x_configuration_keys is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S1.pack(len(x_configuration_keys))
+        for e_configuration_keys in x_configuration_keys:
+            b_configuration_keys = e_configuration_keys.encode()
+            if len(b_configuration_keys) > 0x7FFF:
                 raise ValueOutOfRangeError('string in ConfigurationKeys is too long', version=0)
-            out += _S2.pack(len(b))
-            out += b
+            out += _S2.pack(len(b_configuration_keys))
+            out += b_configuration_keys
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -232,8 +232,8 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[Des
     else:
         if n > blen - pos:
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configuration_keys: list[str] = []
+        app_configuration_keys = lst_configuration_keys.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -248,9 +248,9 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[Des
             end = pos + n2
             if end > blen:
                 raise _truncated('ConfigurationKeys')
-            app(buf[pos:end].decode())
+            app_configuration_keys(buf[pos:end].decode())
             pos = end
-        o.configuration_keys = lst
+        o.configuration_keys = lst_configuration_keys
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -275,38 +275,38 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[Des
 
 def _encode_DescribeConfigsRequestResource_v4(o: DescribeConfigsRequestResource, out: bytearray) -> None:
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=4)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.configuration_keys
-    if x is None:
+        out += b_resource_name
+    x_configuration_keys = o.configuration_keys
+    if x_configuration_keys is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_configuration_keys) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_configuration_keys in x_configuration_keys:
+            b_configuration_keys = e_configuration_keys.encode()
+            if len(b_configuration_keys) > 0x7FFF:
                 raise ValueOutOfRangeError('string in ConfigurationKeys is too long', version=4)
-            m = len(b) + 1
+            m = len(b_configuration_keys) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_configuration_keys
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -325,28 +325,28 @@ def _decode_DescribeConfigsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeCon
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeConfigsRequestResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, out: bytearray) -> None:
-    if o.include_synonyms != False:
+    if bool(o.include_synonyms):
         raise FieldNotInVersionError('non-default IncludeSynonyms cannot be written', version=0)
-    if o.include_documentation != False:
+    if bool(o.include_documentation):
         raise FieldNotInVersionError('non-default IncludeDocumentation cannot be written', version=0)
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsRequestResource_v0(e, out)
+        out += _S1.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_DescribeConfigsRequestResource_v0(e_resources, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -362,12 +362,12 @@ def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeCon
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeConfigsRequestResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.include_synonyms, = _S4.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -375,15 +375,15 @@ def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeCon
 
 
 def _encode_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, out: bytearray) -> None:
-    if o.include_documentation != False:
+    if bool(o.include_documentation):
         raise FieldNotInVersionError('non-default IncludeDocumentation cannot be written', version=1)
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsRequestResource_v0(e, out)
+        out += _S1.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_DescribeConfigsRequestResource_v0(e_resources, out)
     out += _S4.pack(o.include_synonyms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -399,12 +399,12 @@ def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeCon
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeConfigsRequestResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.include_synonyms, o.include_documentation = _S5.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
@@ -412,13 +412,13 @@ def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeCon
 
 
 def _encode_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, out: bytearray) -> None:
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsRequestResource_v0(e, out)
+        out += _S1.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_DescribeConfigsRequestResource_v0(e_resources, out)
     out += _S5.pack(o.include_synonyms, o.include_documentation)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -438,12 +438,12 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: int) -> tuple[DescribeCon
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[DescribeConfigsRequestResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsRequestResource_v4(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_DescribeConfigsRequestResource_v4(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.include_synonyms, o.include_documentation = _S5.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -469,17 +469,17 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: int) -> tuple[DescribeCon
 
 
 def _encode_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, out: bytearray) -> None:
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_resources) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeConfigsRequestResource_v4(e, out)
+        for e_resources in x_resources:
+            _encode_DescribeConfigsRequestResource_v4(e_resources, out)
     out += _S5.pack(o.include_synonyms, o.include_documentation)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -521,24 +521,24 @@ def _decode_DescribeConfigsResponseSynonym_v1(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeConfigsResponseSynonym_v1(o: DescribeConfigsResponseSynonym, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.value
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_value))
+        out += b_value
     out += _S3.pack(o.source)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -604,32 +604,32 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=4)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     out += _S3.pack(o.source)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -675,24 +675,24 @@ def _decode_DescribeConfigsResponseResourceResult_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseResourceResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.value
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_value))
+        out += b_value
     out += _S6.pack(o.read_only, o.is_default, o.is_sensitive)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -735,45 +735,45 @@ def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Synonyms declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_synonyms: list[DescribeConfigsResponseSynonym] = []
+        app_synonyms = lst_synonyms.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
-            app(x)
-        o.synonyms = lst
+            x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
+            app_synonyms(x_synonyms)
+        o.synonyms = lst_synonyms
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseResourceResult, out: bytearray) -> None:
-    if o.is_default != False:
+    if bool(o.is_default):
         raise FieldNotInVersionError('non-default IsDefault cannot be written', version=1)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.value
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_value))
+        out += b_value
     out += _S8.pack(o.read_only, o.config_source, o.is_sensitive)
-    x = o.synonyms
-    if x is None:
+    x_synonyms = o.synonyms
+    if x_synonyms is None:
         raise ValueOutOfRangeError('non-nullable field Synonyms is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseSynonym_v1(e, out)
+        out += _S1.pack(len(x_synonyms))
+        for e_synonyms in x_synonyms:
+            _encode_DescribeConfigsResponseSynonym_v1(e_synonyms, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -813,12 +813,12 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Synonyms declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_synonyms: list[DescribeConfigsResponseSynonym] = []
+        app_synonyms = lst_synonyms.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
-            app(x)
-        o.synonyms = lst
+            x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
+            app_synonyms(x_synonyms)
+        o.synonyms = lst_synonyms
     o.config_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -836,44 +836,44 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseResourceResult, out: bytearray) -> None:
-    if o.is_default != False:
+    if bool(o.is_default):
         raise FieldNotInVersionError('non-default IsDefault cannot be written', version=3)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.value
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=3)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_value))
+        out += b_value
     out += _S8.pack(o.read_only, o.config_source, o.is_sensitive)
-    x = o.synonyms
-    if x is None:
+    x_synonyms = o.synonyms
+    if x_synonyms is None:
         raise ValueOutOfRangeError('non-nullable field Synonyms is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseSynonym_v1(e, out)
+        out += _S1.pack(len(x_synonyms))
+        for e_synonyms in x_synonyms:
+            _encode_DescribeConfigsResponseSynonym_v1(e_synonyms, out)
     out += _S3.pack(o.config_type)
-    x = o.documentation
-    if x is None:
+    x_documentation = o.documentation
+    if x_documentation is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_documentation = x_documentation.encode()
+        if len(b_documentation) > 0x7FFF:
             raise ValueOutOfRangeError('string field Documentation is too long', version=3)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_documentation))
+        out += b_documentation
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -927,12 +927,12 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Synonyms declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_synonyms: list[DescribeConfigsResponseSynonym] = []
+        app_synonyms = lst_synonyms.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseSynonym_v4(buf, pos)
-            app(x)
-        o.synonyms = lst
+            x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v4(buf, pos)
+            app_synonyms(x_synonyms)
+        o.synonyms = lst_synonyms
     o.config_type, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -974,60 +974,60 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseResourceResult, out: bytearray) -> None:
-    if o.is_default != False:
+    if bool(o.is_default):
         raise FieldNotInVersionError('non-default IsDefault cannot be written', version=4)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_name
+    x_value = o.value
+    if x_value is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=4)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     out += _S8.pack(o.read_only, o.config_source, o.is_sensitive)
-    x = o.synonyms
-    if x is None:
+    x_synonyms = o.synonyms
+    if x_synonyms is None:
         raise ValueOutOfRangeError('non-nullable field Synonyms is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_synonyms) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeConfigsResponseSynonym_v4(e, out)
+        for e_synonyms in x_synonyms:
+            _encode_DescribeConfigsResponseSynonym_v4(e_synonyms, out)
     out += _S3.pack(o.config_type)
-    x = o.documentation
-    if x is None:
+    x_documentation = o.documentation
+    if x_documentation is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_documentation = x_documentation.encode()
+        if len(b_documentation) > 0x7FFF:
             raise ValueOutOfRangeError('string field Documentation is too long', version=4)
-        m = len(b) + 1
+        m = len(b_documentation) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_documentation
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1068,44 +1068,44 @@ def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[DescribeConfigsResponseResourceResult] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResourceResult_v0(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v0(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.configs
-    if x is None:
+        out += _S2.pack(len(b_resource_name))
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseResourceResult_v0(e, out)
+        out += _S1.pack(len(x_configs))
+        for e_configs in x_configs:
+            _encode_DescribeConfigsResponseResourceResult_v0(e_configs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1144,44 +1144,44 @@ def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[DescribeConfigsResponseResourceResult] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResourceResult_v1(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v1(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.configs
-    if x is None:
+        out += _S2.pack(len(b_resource_name))
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseResourceResult_v1(e, out)
+        out += _S1.pack(len(x_configs))
+        for e_configs in x_configs:
+            _encode_DescribeConfigsResponseResourceResult_v1(e_configs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1220,44 +1220,44 @@ def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[DescribeConfigsResponseResourceResult] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResourceResult_v3(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v3(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=3)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.configs
-    if x is None:
+        out += _S2.pack(len(b_resource_name))
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseResourceResult_v3(e, out)
+        out += _S1.pack(len(x_configs))
+        for e_configs in x_configs:
+            _encode_DescribeConfigsResponseResourceResult_v3(e_configs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1312,12 +1312,12 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[DescribeConfigsResponseResourceResult] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResourceResult_v4(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v4(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1342,44 +1342,44 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
 
 def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=4)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S3.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=4)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.configs
-    if x is None:
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeConfigsResponseResourceResult_v4(e, out)
+        for e_configs in x_configs:
+            _encode_DescribeConfigsResponseResourceResult_v4(e_configs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1396,25 +1396,25 @@ def _decode_DescribeConfigsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeConfigsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeConfigsResponseResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseResult_v0(e, out)
+        out += _S1.pack(len(x_results))
+        for e_results in x_results:
+            _encode_DescribeConfigsResponseResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1429,25 +1429,25 @@ def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeConfigsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResult_v1(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeConfigsResponseResult_v1(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseResult_v1(e, out)
+        out += _S1.pack(len(x_results))
+        for e_results in x_results:
+            _encode_DescribeConfigsResponseResult_v1(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1462,25 +1462,25 @@ def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeCo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeConfigsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResult_v3(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeConfigsResponseResult_v3(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeConfigsResponseResult_v3(e, out)
+        out += _S1.pack(len(x_results))
+        for e_results in x_results:
+            _encode_DescribeConfigsResponseResult_v3(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1501,12 +1501,12 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeCo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeConfigsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeConfigsResponseResult_v4(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeConfigsResponseResult_v4(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1531,17 +1531,17 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeCo
 
 def _encode_DescribeConfigsResponse_v4(o: DescribeConfigsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeConfigsResponseResult_v4(e, out)
+        for e_results in x_results:
+            _encode_DescribeConfigsResponseResult_v4(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -137,24 +137,24 @@ def _decode_DescribeDelegationTokenRequestOwner_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_DescribeDelegationTokenRequestOwner_v0(o: DescribeDelegationTokenRequestOwner, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += _S0.pack(len(b_principal_type))
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_principal_name))
+        out += b_principal_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -217,32 +217,32 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: int) -> tupl
 
 
 def _encode_DescribeDelegationTokenRequestOwner_v2(o: DescribeDelegationTokenRequestOwner, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_principal_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -259,24 +259,24 @@ def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Des
     else:
         if n > blen - pos:
             raise _invalid('array Owners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_owners: list[DescribeDelegationTokenRequestOwner] = []
+        app_owners = lst_owners.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenRequestOwner_v0(buf, pos)
-            app(x)
-        o.owners = lst
+            x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v0(buf, pos)
+            app_owners(x_owners)
+        o.owners = lst_owners
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeDelegationTokenRequest_v0(o: DescribeDelegationTokenRequest, out: bytearray) -> None:
-    x = o.owners
-    if x is None:
+    x_owners = o.owners
+    if x_owners is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeDelegationTokenRequestOwner_v0(e, out)
+        out += _S1.pack(len(x_owners))
+        for e_owners in x_owners:
+            _encode_DescribeDelegationTokenRequestOwner_v0(e_owners, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -295,12 +295,12 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
     else:
         if n > blen - pos:
             raise _invalid('array Owners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_owners: list[DescribeDelegationTokenRequestOwner] = []
+        app_owners = lst_owners.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenRequestOwner_v2(buf, pos)
-            app(x)
-        o.owners = lst
+            x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v2(buf, pos)
+            app_owners(x_owners)
+        o.owners = lst_owners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -324,17 +324,17 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeDelegationTokenRequest_v2(o: DescribeDelegationTokenRequest, out: bytearray) -> None:
-    x = o.owners
-    if x is None:
+    x_owners = o.owners
+    if x_owners is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_owners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeDelegationTokenRequestOwner_v2(e, out)
+        for e_owners in x_owners:
+            _encode_DescribeDelegationTokenRequestOwner_v2(e_owners, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -373,24 +373,24 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(bu
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(o: DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += _S0.pack(len(b_principal_type))
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_principal_name))
+        out += b_principal_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -453,32 +453,32 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(o: DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_principal_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -543,12 +543,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
     else:
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
+        app_renewers = lst_renewers.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf, pos)
-            app(x)
-        o.renewers = lst
+            x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf, pos)
+            app_renewers(x_renewers)
+        o.renewers = lst_renewers
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -558,48 +558,48 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalType cannot be written', version=0)
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=0)
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += _S0.pack(len(b_principal_type))
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_principal_name))
+        out += b_principal_name
     out += _S3.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    x = o.token_id
-    if x is None:
+    x_token_id = o.token_id
+    if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_id = x_token_id.encode()
+        if len(b_token_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.hmac
-    if x is None:
+        out += _S0.pack(len(b_token_id))
+        out += b_token_id
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
-    x = o.renewers
-    if x is None:
+        b_hmac = x_hmac
+        out += _S1.pack(len(b_hmac))
+        out += b_hmac
+    x_renewers = o.renewers
+    if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(e, out)
+        out += _S1.pack(len(x_renewers))
+        for e_renewers in x_renewers:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(e_renewers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -684,12 +684,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
     else:
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
+        app_renewers = lst_renewers.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
-            app(x)
-        o.renewers = lst
+            x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
+            app_renewers(x_renewers)
+        o.renewers = lst_renewers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -717,68 +717,68 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalType cannot be written', version=2)
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=2)
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_principal_name
     out += _S3.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    x = o.token_id
-    if x is None:
+    x_token_id = o.token_id
+    if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_id = x_token_id.encode()
+        if len(b_token_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_token_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.hmac
-    if x is None:
+        out += b_token_id
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
-        b = x
-        m = len(b) + 1
+        b_hmac = x_hmac
+        m = len(b_hmac) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.renewers
-    if x is None:
+        out += b_hmac
+    x_renewers = o.renewers
+    if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_renewers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(e, out)
+        for e_renewers in x_renewers:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(e_renewers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -895,12 +895,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
     else:
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
+        app_renewers = lst_renewers.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
-            app(x)
-        o.renewers = lst
+            x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
+            app_renewers(x_renewers)
+        o.renewers = lst_renewers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -924,94 +924,94 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: DescribeDelegationTokenResponseDescribedDelegationToken, out: bytearray) -> None:
-    x = o.principal_type
-    if x is None:
+    x_principal_type = o.principal_type
+    if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_type = x_principal_type.encode()
+        if len(b_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=3)
-        m = len(b) + 1
+        m = len(b_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.principal_name
-    if x is None:
+        out += b_principal_type
+    x_principal_name = o.principal_name
+    if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_principal_name = x_principal_name.encode()
+        if len(b_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.token_requester_principal_type
-    if x is None:
+        out += b_principal_name
+    x_token_requester_principal_type = o.token_requester_principal_type
+    if x_token_requester_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalType is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_requester_principal_type = x_token_requester_principal_type.encode()
+        if len(b_token_requester_principal_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenRequesterPrincipalType is too long', version=3)
-        m = len(b) + 1
+        m = len(b_token_requester_principal_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.token_requester_principal_name
-    if x is None:
+        out += b_token_requester_principal_type
+    x_token_requester_principal_name = o.token_requester_principal_name
+    if x_token_requester_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_requester_principal_name = x_token_requester_principal_name.encode()
+        if len(b_token_requester_principal_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenRequesterPrincipalName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_token_requester_principal_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_token_requester_principal_name
     out += _S3.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    x = o.token_id
-    if x is None:
+    x_token_id = o.token_id
+    if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_token_id = x_token_id.encode()
+        if len(b_token_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TokenId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_token_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.hmac
-    if x is None:
+        out += b_token_id
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=3)
     else:
-        b = x
-        m = len(b) + 1
+        b_hmac = x_hmac
+        m = len(b_hmac) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.renewers
-    if x is None:
+        out += b_hmac
+    x_renewers = o.renewers
+    if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_renewers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(e, out)
+        for e_renewers in x_renewers:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(e_renewers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1028,12 +1028,12 @@ def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Tokens declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
+        app_tokens = lst_tokens.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf, pos)
-            app(x)
-        o.tokens = lst
+            x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf, pos)
+            app_tokens(x_tokens)
+        o.tokens = lst_tokens
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1042,13 +1042,13 @@ def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[De
 
 def _encode_DescribeDelegationTokenResponse_v0(o: DescribeDelegationTokenResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.tokens
-    if x is None:
+    x_tokens = o.tokens
+    if x_tokens is None:
         raise ValueOutOfRangeError('non-nullable field Tokens is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(e, out)
+        out += _S1.pack(len(x_tokens))
+        for e_tokens in x_tokens:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(e_tokens, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -1070,12 +1070,12 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Tokens declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
+        app_tokens = lst_tokens.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf, pos)
-            app(x)
-        o.tokens = lst
+            x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf, pos)
+            app_tokens(x_tokens)
+        o.tokens = lst_tokens
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1102,17 +1102,17 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[De
 
 def _encode_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.tokens
-    if x is None:
+    x_tokens = o.tokens
+    if x_tokens is None:
         raise ValueOutOfRangeError('non-nullable field Tokens is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_tokens) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(e, out)
+        for e_tokens in x_tokens:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(e_tokens, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1136,12 +1136,12 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Tokens declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
+        app_tokens = lst_tokens.append
         for _ in range(n):
-            x, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf, pos)
-            app(x)
-        o.tokens = lst
+            x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf, pos)
+            app_tokens(x_tokens)
+        o.tokens = lst_tokens
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1168,17 +1168,17 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[De
 
 def _encode_DescribeDelegationTokenResponse_v3(o: DescribeDelegationTokenResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.tokens
-    if x is None:
+    x_tokens = o.tokens
+    if x_tokens is None:
         raise ValueOutOfRangeError('non-nullable field Tokens is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_tokens) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(e, out)
+        for e_tokens in x_tokens:
+            _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(e_tokens, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

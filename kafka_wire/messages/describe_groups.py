@@ -106,8 +106,8 @@ def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeGrou
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[str] = []
+        app_groups = lst_groups.append
         for _ in range(n):
             n2, = _S1.unpack_from(buf, pos)
             pos += 2
@@ -118,27 +118,27 @@ def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeGrou
             end = pos + n2
             if end > blen:
                 raise _truncated('Groups')
-            app(buf[pos:end].decode())
+            app_groups(buf[pos:end].decode())
             pos = end
-        o.groups = lst
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, out: bytearray) -> None:
-    if o.include_authorized_operations != False:
+    if bool(o.include_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeAuthorizedOperations cannot be written', version=0)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S0.pack(len(x_groups))
+        for e_groups in x_groups:
+            b_groups = e_groups.encode()
+            if len(b_groups) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Groups is too long', version=0)
-            out += _S1.pack(len(b))
-            out += b
+            out += _S1.pack(len(b_groups))
+            out += b_groups
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -153,8 +153,8 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeGrou
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[str] = []
+        app_groups = lst_groups.append
         for _ in range(n):
             n2, = _S1.unpack_from(buf, pos)
             pos += 2
@@ -165,9 +165,9 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeGrou
             end = pos + n2
             if end > blen:
                 raise _truncated('Groups')
-            app(buf[pos:end].decode())
+            app_groups(buf[pos:end].decode())
             pos = end
-        o.groups = lst
+        o.groups = lst_groups
     o.include_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -175,17 +175,17 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeGrou
 
 
 def _encode_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, out: bytearray) -> None:
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S0.pack(len(x_groups))
+        for e_groups in x_groups:
+            b_groups = e_groups.encode()
+            if len(b_groups) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Groups is too long', version=3)
-            out += _S1.pack(len(b))
-            out += b
+            out += _S1.pack(len(b_groups))
+            out += b_groups
     out += _S2.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -205,8 +205,8 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGrou
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[str] = []
+        app_groups = lst_groups.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -221,9 +221,9 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGrou
             end = pos + n2
             if end > blen:
                 raise _truncated('Groups')
-            app(buf[pos:end].decode())
+            app_groups(buf[pos:end].decode())
             pos = end
-        o.groups = lst
+        o.groups = lst_groups
     o.include_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -249,25 +249,25 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGrou
 
 
 def _encode_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, out: bytearray) -> None:
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_groups in x_groups:
+            b_groups = e_groups.encode()
+            if len(b_groups) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Groups is too long', version=5)
-            m = len(b) + 1
+            m = len(b_groups) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_groups
     out += _S2.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -340,47 +340,47 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: int) 
 
 
 def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsResponseDescribedGroupMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.client_id
-    if x is None:
+        out += _S1.pack(len(b_member_id))
+        out += b_member_id
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.client_host
-    if x is None:
+        out += _S1.pack(len(b_client_id))
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.member_metadata
-    if x is None:
+        out += _S1.pack(len(b_client_host))
+        out += b_client_host
+    x_member_metadata = o.member_metadata
+    if x_member_metadata is None:
         raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=0)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
-    x = o.member_assignment
-    if x is None:
+        b_member_metadata = x_member_metadata
+        out += _S0.pack(len(b_member_metadata))
+        out += b_member_metadata
+    x_member_assignment = o.member_assignment
+    if x_member_assignment is None:
         raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=0)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_member_assignment = x_member_assignment
+        out += _S0.pack(len(b_member_assignment))
+        out += b_member_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -461,56 +461,56 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: int) 
 
 
 def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsResponseDescribedGroupMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S1.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.client_id
-    if x is None:
+        out += _S1.pack(len(b_group_instance_id))
+        out += b_group_instance_id
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.client_host
-    if x is None:
+        out += _S1.pack(len(b_client_id))
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.member_metadata
-    if x is None:
+        out += _S1.pack(len(b_client_host))
+        out += b_client_host
+    x_member_metadata = o.member_metadata
+    if x_member_metadata is None:
         raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=4)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
-    x = o.member_assignment
-    if x is None:
+        b_member_metadata = x_member_metadata
+        out += _S0.pack(len(b_member_metadata))
+        out += b_member_metadata
+    x_member_assignment = o.member_assignment
+    if x_member_assignment is None:
         raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=4)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_member_assignment = x_member_assignment
+        out += _S0.pack(len(b_member_assignment))
+        out += b_member_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -633,80 +633,80 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: int) 
 
 
 def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsResponseDescribedGroupMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_id
-    if x is None:
+        out += b_group_instance_id
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_client_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_host
-    if x is None:
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=5)
-        m = len(b) + 1
+        m = len(b_client_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_metadata
-    if x is None:
+        out += b_client_host
+    x_member_metadata = o.member_metadata
+    if x_member_metadata is None:
         raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=5)
     else:
-        b = x
-        m = len(b) + 1
+        b_member_metadata = x_member_metadata
+        m = len(b_member_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_assignment
-    if x is None:
+        out += b_member_metadata
+    x_member_assignment = o.member_assignment
+    if x_member_assignment is None:
         raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=5)
     else:
-        b = x
-        m = len(b) + 1
+        b_member_assignment = x_member_assignment
+        m = len(b_member_assignment) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_assignment
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -773,12 +773,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -789,49 +789,49 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
     if o.authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default AuthorizedOperations cannot be written', version=0)
     out += _S1.pack(o.error_code)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.group_state
-    if x is None:
+        out += _S1.pack(len(b_group_id))
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S1.pack(len(b_group_state))
+        out += b_group_state
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.protocol_data
-    if x is None:
+        out += _S1.pack(len(b_protocol_type))
+        out += b_protocol_type
+    x_protocol_data = o.protocol_data
+    if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_data = x_protocol_data.encode()
+        if len(b_protocol_data) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S1.pack(len(b_protocol_data))
+        out += b_protocol_data
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v0(e, out)
+        out += _S0.pack(len(x_members))
+        for e_members in x_members:
+            _encode_DescribeGroupsResponseDescribedGroupMember_v0(e_members, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -895,12 +895,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -911,49 +911,49 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=3)
     out += _S1.pack(o.error_code)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.group_state
-    if x is None:
+        out += _S1.pack(len(b_group_id))
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=3)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S1.pack(len(b_group_state))
+        out += b_group_state
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=3)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.protocol_data
-    if x is None:
+        out += _S1.pack(len(b_protocol_type))
+        out += b_protocol_type
+    x_protocol_data = o.protocol_data
+    if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_data = x_protocol_data.encode()
+        if len(b_protocol_data) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=3)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S1.pack(len(b_protocol_data))
+        out += b_protocol_data
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=3)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v0(e, out)
+        out += _S0.pack(len(x_members))
+        for e_members in x_members:
+            _encode_DescribeGroupsResponseDescribedGroupMember_v0(e_members, out)
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -1018,12 +1018,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1034,49 +1034,49 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=4)
     out += _S1.pack(o.error_code)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.group_state
-    if x is None:
+        out += _S1.pack(len(b_group_id))
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S1.pack(len(b_group_state))
+        out += b_group_state
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.protocol_data
-    if x is None:
+        out += _S1.pack(len(b_protocol_type))
+        out += b_protocol_type
+    x_protocol_data = o.protocol_data
+    if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_data = x_protocol_data.encode()
+        if len(b_protocol_data) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=4)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S1.pack(len(b_protocol_data))
+        out += b_protocol_data
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v4(e, out)
+        out += _S0.pack(len(x_members))
+        for e_members in x_members:
+            _encode_DescribeGroupsResponseDescribedGroupMember_v4(e_members, out)
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
@@ -1163,12 +1163,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1197,69 +1197,69 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=5)
     out += _S1.pack(o.error_code)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_state
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_data
-    if x is None:
+        out += b_protocol_type
+    x_protocol_data = o.protocol_data
+    if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_data = x_protocol_data.encode()
+        if len(b_protocol_data) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_protocol_data
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v5(e, out)
+        for e_members in x_members:
+            _encode_DescribeGroupsResponseDescribedGroupMember_v5(e_members, out)
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1363,12 +1363,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1395,82 +1395,82 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
 
 def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDescribedGroup, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=6)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_error_message
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_state
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=6)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_data
-    if x is None:
+        out += b_protocol_type
+    x_protocol_data = o.protocol_data
+    if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_data = x_protocol_data.encode()
+        if len(b_protocol_data) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=6)
-        m = len(b) + 1
+        m = len(b_protocol_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_protocol_data
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v5(e, out)
+        for e_members in x_members:
+            _encode_DescribeGroupsResponseDescribedGroupMember_v5(e_members, out)
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1489,24 +1489,24 @@ def _decode_DescribeGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeGro
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, out: bytearray) -> None:
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroup_v0(e, out)
+        out += _S0.pack(len(x_groups))
+        for e_groups in x_groups:
+            _encode_DescribeGroupsResponseDescribedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1521,25 +1521,25 @@ def _decode_DescribeGroupsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeGro
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroup_v0(e, out)
+        out += _S0.pack(len(x_groups))
+        for e_groups in x_groups:
+            _encode_DescribeGroupsResponseDescribedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1554,25 +1554,25 @@ def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeGro
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v3(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v3(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroup_v3(e, out)
+        out += _S0.pack(len(x_groups))
+        for e_groups in x_groups:
+            _encode_DescribeGroupsResponseDescribedGroup_v3(e_groups, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1587,25 +1587,25 @@ def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeGro
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v4(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v4(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=4)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroup_v4(e, out)
+        out += _S0.pack(len(x_groups))
+        for e_groups in x_groups:
+            _encode_DescribeGroupsResponseDescribedGroup_v4(e_groups, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -1626,12 +1626,12 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGro
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v5(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v5(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1656,17 +1656,17 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGro
 
 def _encode_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroup_v5(e, out)
+        for e_groups in x_groups:
+            _encode_DescribeGroupsResponseDescribedGroup_v5(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1689,12 +1689,12 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGro
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeGroupsResponseDescribedGroup_v6(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v6(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1719,17 +1719,17 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGro
 
 def _encode_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeGroupsResponseDescribedGroup_v6(e, out)
+        for e_groups in x_groups:
+            _encode_DescribeGroupsResponseDescribedGroup_v6(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

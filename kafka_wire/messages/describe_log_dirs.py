@@ -147,20 +147,20 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: int
 
 
 def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRequestDescribableLogDirTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -220,29 +220,29 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: int
 
 
 def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(o: DescribeLogDirsRequestDescribableLogDirTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -259,24 +259,24 @@ def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeLog
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -295,12 +295,12 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLog
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -324,17 +324,17 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLog
 
 
 def _encode_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -343,7 +343,6 @@ def _encode_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, out: bytearray)
 
 def _decode_DescribeLogDirsResponsePartition_v0(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponsePartition, int]:
     o = _new(DescribeLogDirsResponsePartition)
-    blen = len(buf)
     o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S2.unpack_from(buf, pos)
     pos += 21
     o.unknown_tagged_fields = ()
@@ -413,33 +412,33 @@ def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeLogDirsResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeLogDirsResponseTopic_v0(o: DescribeLogDirsResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeLogDirsResponsePartition_v0(e, out)
+        out += _S1.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_DescribeLogDirsResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -474,12 +473,12 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeLogDirsResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponsePartition_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -503,30 +502,30 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[Descr
 
 
 def _encode_DescribeLogDirsResponseTopic_v2(o: DescribeLogDirsResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponsePartition_v2(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeLogDirsResponsePartition_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -558,34 +557,34 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeLogDirsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeLogDirsResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.log_dir
-    if x is None:
+    x_log_dir = o.log_dir
+    if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_log_dir = x_log_dir.encode()
+        if len(b_log_dir) > 0x7FFF:
             raise ValueOutOfRangeError('string field LogDir is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S0.pack(len(b_log_dir))
+        out += b_log_dir
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeLogDirsResponseTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_DescribeLogDirsResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -625,12 +624,12 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeLogDirsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -655,30 +654,30 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: int) -> tuple[Desc
 
 def _encode_DescribeLogDirsResponseResult_v2(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.log_dir
-    if x is None:
+    x_log_dir = o.log_dir
+    if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_log_dir = x_log_dir.encode()
+        if len(b_log_dir) > 0x7FFF:
             raise ValueOutOfRangeError('string field LogDir is too long', version=2)
-        m = len(b) + 1
+        m = len(b_log_dir) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_log_dir
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeLogDirsResponseTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -718,12 +717,12 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeLogDirsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.total_bytes, o.usable_bytes = _S4.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -750,30 +749,30 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
 
 def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.log_dir
-    if x is None:
+    x_log_dir = o.log_dir
+    if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_log_dir = x_log_dir.encode()
+        if len(b_log_dir) > 0x7FFF:
             raise ValueOutOfRangeError('string field LogDir is too long', version=4)
-        m = len(b) + 1
+        m = len(b_log_dir) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_log_dir
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeLogDirsResponseTopic_v2(e_topics, out)
     out += _S4.pack(o.total_bytes, o.usable_bytes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -813,12 +812,12 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: int) -> tuple[Desc
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeLogDirsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.total_bytes, o.usable_bytes, o.is_cordoned = _S5.unpack_from(buf, pos)
     pos += 17
     n = buf[pos]
@@ -845,30 +844,30 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: int) -> tuple[Desc
 
 def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.log_dir
-    if x is None:
+    x_log_dir = o.log_dir
+    if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_log_dir = x_log_dir.encode()
+        if len(b_log_dir) > 0x7FFF:
             raise ValueOutOfRangeError('string field LogDir is too long', version=5)
-        m = len(b) + 1
+        m = len(b_log_dir) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_log_dir
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseTopic_v2(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeLogDirsResponseTopic_v2(e_topics, out)
     out += _S5.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -887,25 +886,25 @@ def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeLo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeLogDirsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeLogDirsResponseResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_DescribeLogDirsResponseResult_v0(e, out)
+        out += _S1.pack(len(x_results))
+        for e_results in x_results:
+            _encode_DescribeLogDirsResponseResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -927,12 +926,12 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeLo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeLogDirsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -957,17 +956,17 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeLo
 
 def _encode_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseResult_v2(e, out)
+        for e_results in x_results:
+            _encode_DescribeLogDirsResponseResult_v2(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -990,12 +989,12 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeLo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeLogDirsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1020,17 +1019,17 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeLo
 
 def _encode_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseResult_v2(e, out)
+        for e_results in x_results:
+            _encode_DescribeLogDirsResponseResult_v2(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1053,12 +1052,12 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeLo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeLogDirsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseResult_v4(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeLogDirsResponseResult_v4(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1083,17 +1082,17 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeLo
 
 def _encode_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseResult_v4(e, out)
+        for e_results in x_results:
+            _encode_DescribeLogDirsResponseResult_v4(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1116,12 +1115,12 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeLo
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeLogDirsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeLogDirsResponseResult_v5(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeLogDirsResponseResult_v5(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1146,17 +1145,17 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeLo
 
 def _encode_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeLogDirsResponseResult_v5(e, out)
+        for e_results in x_results:
+            _encode_DescribeLogDirsResponseResult_v5(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -164,29 +164,29 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_DescribeProducersRequestTopicRequest_v0(o: DescribeProducersRequestTopicRequest, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -207,12 +207,12 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeP
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeProducersRequestTopicRequest] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeProducersRequestTopicRequest_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeProducersRequestTopicRequest_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -236,17 +236,17 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeP
 
 
 def _encode_DescribeProducersRequest_v0(o: DescribeProducersRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeProducersRequestTopicRequest_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeProducersRequestTopicRequest_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -320,12 +320,12 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) 
     else:
         if n > blen - pos:
             raise _invalid('array ActiveProducers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_active_producers: list[DescribeProducersResponseProducerState] = []
+        app_active_producers = lst_active_producers.append
         for _ in range(n):
-            x, pos = _decode_DescribeProducersResponseProducerState_v0(buf, pos)
-            app(x)
-        o.active_producers = lst
+            x_active_producers, pos = _decode_DescribeProducersResponseProducerState_v0(buf, pos)
+            app_active_producers(x_active_producers)
+        o.active_producers = lst_active_producers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -350,30 +350,30 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) 
 
 def _encode_DescribeProducersResponsePartitionResponse_v0(o: DescribeProducersResponsePartitionResponse, out: bytearray) -> None:
     out += _S1.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.active_producers
-    if x is None:
+        out += b_error_message
+    x_active_producers = o.active_producers
+    if x_active_producers is None:
         raise ValueOutOfRangeError('non-nullable field ActiveProducers is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_active_producers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeProducersResponseProducerState_v0(e, out)
+        for e_active_producers in x_active_producers:
+            _encode_DescribeProducersResponseProducerState_v0(e_active_producers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -410,12 +410,12 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeProducersResponsePartitionResponse] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeProducersResponsePartitionResponse_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeProducersResponsePartitionResponse_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -439,30 +439,30 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeProducersResponseTopicResponse_v0(o: DescribeProducersResponseTopicResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeProducersResponsePartitionResponse_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeProducersResponsePartitionResponse_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -485,12 +485,12 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: int) -> tuple[Describe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeProducersResponseTopicResponse] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeProducersResponseTopicResponse_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeProducersResponseTopicResponse_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -515,17 +515,17 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: int) -> tuple[Describe
 
 def _encode_DescribeProducersResponse_v0(o: DescribeProducersResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeProducersResponseTopicResponse_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeProducersResponseTopicResponse_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

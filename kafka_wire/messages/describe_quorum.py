@@ -225,12 +225,12 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeQuorumRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeQuorumRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -254,30 +254,30 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeQuorumRequestTopicData_v0(o: DescribeQuorumRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeQuorumRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -298,12 +298,12 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: int) -> tuple[DescribeQuor
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeQuorumRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumRequestTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeQuorumRequestTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -327,17 +327,17 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: int) -> tuple[DescribeQuor
 
 
 def _encode_DescribeQuorumRequest_v0(o: DescribeQuorumRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumRequestTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeQuorumRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -475,12 +475,12 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
+        app_current_voters = lst_current_voters.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
-            app(x)
-        o.current_voters = lst
+            x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
+            app_current_voters(x_current_voters)
+        o.current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -492,12 +492,12 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Observers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_observers: list[DescribeQuorumResponseReplicaState] = []
+        app_observers = lst_observers.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
-            app(x)
-        o.observers = lst
+            x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
+            app_observers(x_observers)
+        o.observers = lst_observers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -522,28 +522,28 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
 
 def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePartitionData, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    x = o.current_voters
-    if x is None:
+    x_current_voters = o.current_voters
+    if x_current_voters is None:
         raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_current_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseReplicaState_v0(e, out)
-    x = o.observers
-    if x is None:
+        for e_current_voters in x_current_voters:
+            _encode_DescribeQuorumResponseReplicaState_v0(e_current_voters, out)
+    x_observers = o.observers
+    if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_observers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseReplicaState_v0(e, out)
+        for e_observers in x_observers:
+            _encode_DescribeQuorumResponseReplicaState_v0(e_observers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -567,12 +567,12 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
+        app_current_voters = lst_current_voters.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
-            app(x)
-        o.current_voters = lst
+            x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
+            app_current_voters(x_current_voters)
+        o.current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -584,12 +584,12 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Observers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_observers: list[DescribeQuorumResponseReplicaState] = []
+        app_observers = lst_observers.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
-            app(x)
-        o.observers = lst
+            x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
+            app_observers(x_observers)
+        o.observers = lst_observers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -614,28 +614,28 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
 
 def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePartitionData, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    x = o.current_voters
-    if x is None:
+    x_current_voters = o.current_voters
+    if x_current_voters is None:
         raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_current_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseReplicaState_v1(e, out)
-    x = o.observers
-    if x is None:
+        for e_current_voters in x_current_voters:
+            _encode_DescribeQuorumResponseReplicaState_v1(e_current_voters, out)
+    x_observers = o.observers
+    if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_observers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseReplicaState_v1(e, out)
+        for e_observers in x_observers:
+            _encode_DescribeQuorumResponseReplicaState_v1(e_observers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -676,12 +676,12 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
+        app_current_voters = lst_current_voters.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
-            app(x)
-        o.current_voters = lst
+            x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
+            app_current_voters(x_current_voters)
+        o.current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -693,12 +693,12 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Observers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_observers: list[DescribeQuorumResponseReplicaState] = []
+        app_observers = lst_observers.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
-            app(x)
-        o.observers = lst
+            x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
+            app_observers(x_observers)
+        o.observers = lst_observers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -723,42 +723,42 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
 
 def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePartitionData, out: bytearray) -> None:
     out += _S5.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S6.pack(o.leader_id, o.leader_epoch, o.high_watermark)
-    x = o.current_voters
-    if x is None:
+    x_current_voters = o.current_voters
+    if x_current_voters is None:
         raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_current_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseReplicaState_v2(e, out)
-    x = o.observers
-    if x is None:
+        for e_current_voters in x_current_voters:
+            _encode_DescribeQuorumResponseReplicaState_v2(e_current_voters, out)
+    x_observers = o.observers
+    if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_observers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseReplicaState_v2(e, out)
+        for e_observers in x_observers:
+            _encode_DescribeQuorumResponseReplicaState_v2(e_observers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -795,12 +795,12 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeQuorumResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -824,30 +824,30 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: int) -> tuple[De
 
 
 def _encode_DescribeQuorumResponseTopicData_v0(o: DescribeQuorumResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponsePartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeQuorumResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -884,12 +884,12 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeQuorumResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponsePartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -913,30 +913,30 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[De
 
 
 def _encode_DescribeQuorumResponseTopicData_v1(o: DescribeQuorumResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponsePartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeQuorumResponsePartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -973,12 +973,12 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeQuorumResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponsePartitionData_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1002,30 +1002,30 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[De
 
 
 def _encode_DescribeQuorumResponseTopicData_v2(o: DescribeQuorumResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponsePartitionData_v2(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeQuorumResponsePartitionData_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1092,32 +1092,32 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeQuorumResponseListener_v2(o: DescribeQuorumResponseListener, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=2)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S7.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1141,12 +1141,12 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[DescribeQuorumResponseListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseListener_v2(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_DescribeQuorumResponseListener_v2(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1171,17 +1171,17 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
 
 def _encode_DescribeQuorumResponseNode_v2(o: DescribeQuorumResponseNode, out: bytearray) -> None:
     out += _S0.pack(o.node_id)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseListener_v2(e, out)
+        for e_listeners in x_listeners:
+            _encode_DescribeQuorumResponseListener_v2(e_listeners, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1206,12 +1206,12 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: int) -> tuple[DescribeQuo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeQuorumResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeQuorumResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1238,17 +1238,17 @@ def _encode_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, out: bytearray)
     if o.nodes is None or len(o.nodes) != 0:
         raise FieldNotInVersionError('non-default Nodes cannot be written', version=0)
     out += _S8.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeQuorumResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1273,12 +1273,12 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: int) -> tuple[DescribeQuo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeQuorumResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeQuorumResponseTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1305,17 +1305,17 @@ def _encode_DescribeQuorumResponse_v1(o: DescribeQuorumResponse, out: bytearray)
     if o.nodes is None or len(o.nodes) != 0:
         raise FieldNotInVersionError('non-default Nodes cannot be written', version=1)
     out += _S8.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseTopicData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeQuorumResponseTopicData_v1(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1354,12 +1354,12 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeQuorumResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseTopicData_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeQuorumResponseTopicData_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1371,12 +1371,12 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
     else:
         if n > blen - pos:
             raise _invalid('array Nodes declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_nodes: list[DescribeQuorumResponseNode] = []
+        app_nodes = lst_nodes.append
         for _ in range(n):
-            x, pos = _decode_DescribeQuorumResponseNode_v2(buf, pos)
-            app(x)
-        o.nodes = lst
+            x_nodes, pos = _decode_DescribeQuorumResponseNode_v2(buf, pos)
+            app_nodes(x_nodes)
+        o.nodes = lst_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1401,41 +1401,41 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
 
 def _encode_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, out: bytearray) -> None:
     out += _S8.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_error_message
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseTopicData_v2(e, out)
-    x = o.nodes
-    if x is None:
+        for e_topics in x_topics:
+            _encode_DescribeQuorumResponseTopicData_v2(e_topics, out)
+    x_nodes = o.nodes
+    if x_nodes is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeQuorumResponseNode_v2(e, out)
+        for e_nodes in x_nodes:
+            _encode_DescribeQuorumResponseNode_v2(e_nodes, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -181,29 +181,29 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeShareGroupOffsetsRequestTopic_v0(o: DescribeShareGroupOffsetsRequestTopic, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -240,12 +240,12 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeShareGroupOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -269,30 +269,30 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffsetsRequestGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsRequestTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeShareGroupOffsetsRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -313,12 +313,12 @@ def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[D
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeShareGroupOffsetsRequestGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -342,17 +342,17 @@ def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[D
 
 
 def _encode_DescribeShareGroupOffsetsRequest_v0(o: DescribeShareGroupOffsetsRequest, out: bytearray) -> None:
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsRequestGroup_v0(e, out)
+        for e_groups in x_groups:
+            _encode_DescribeShareGroupOffsetsRequestGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -405,19 +405,19 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) 
 
 def _encode_DescribeShareGroupOffsetsResponsePartition_v0(o: DescribeShareGroupOffsetsResponsePartition, out: bytearray) -> None:
     out += _S0.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -469,19 +469,19 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf: bytes, pos: int) 
 
 def _encode_DescribeShareGroupOffsetsResponsePartition_v1(o: DescribeShareGroupOffsetsResponsePartition, out: bytearray) -> None:
     out += _S1.pack(o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -521,12 +521,12 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeShareGroupOffsetsResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -550,31 +550,31 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffsetsResponseTopic, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S2.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsResponsePartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeShareGroupOffsetsResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -614,12 +614,12 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeShareGroupOffsetsResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -643,31 +643,31 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffsetsResponseTopic, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S2.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsResponsePartition_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeShareGroupOffsetsResponsePartition_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -704,12 +704,12 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeShareGroupOffsetsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -751,44 +751,44 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffsetsResponseGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsResponseTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeShareGroupOffsetsResponseTopic_v0(e_topics, out)
     out += _S3.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -825,12 +825,12 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeShareGroupOffsetsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -872,44 +872,44 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: int) -> t
 
 
 def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffsetsResponseGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsResponseTopic_v1(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeShareGroupOffsetsResponseTopic_v1(e_topics, out)
     out += _S3.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -932,12 +932,12 @@ def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeShareGroupOffsetsResponseGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -962,17 +962,17 @@ def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[
 
 def _encode_DescribeShareGroupOffsetsResponse_v0(o: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsResponseGroup_v0(e, out)
+        for e_groups in x_groups:
+            _encode_DescribeShareGroupOffsetsResponseGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -995,12 +995,12 @@ def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[DescribeShareGroupOffsetsResponseGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1025,17 +1025,17 @@ def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[
 
 def _encode_DescribeShareGroupOffsetsResponse_v1(o: DescribeShareGroupOffsetsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeShareGroupOffsetsResponseGroup_v1(e, out)
+        for e_groups in x_groups:
+            _encode_DescribeShareGroupOffsetsResponseGroup_v1(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

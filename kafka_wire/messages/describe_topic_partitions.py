@@ -181,19 +181,19 @@ def _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf: bytes, pos: int) 
 
 
 def _encode_DescribeTopicPartitionsRequestTopicRequest_v0(o: DescribeTopicPartitionsRequestTopicRequest, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -244,19 +244,19 @@ def _decode_DescribeTopicPartitionsRequestCursor_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_DescribeTopicPartitionsRequestCursor_v0(o: DescribeTopicPartitionsRequestCursor, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S0.pack(o.partition_index)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -278,12 +278,12 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: int) -> tuple[Des
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeTopicPartitionsRequestTopicRequest] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.response_partition_limit, n = _S1.unpack_from(buf, pos)
     pos += 5
     if n < 0:
@@ -313,24 +313,24 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeTopicPartitionsRequestTopicRequest_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeTopicPartitionsRequestTopicRequest_v0(e_topics, out)
     out += _S0.pack(o.response_partition_limit)
-    x = o.cursor
-    if x is None:
+    x_cursor = o.cursor
+    if x_cursor is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_DescribeTopicPartitionsRequestCursor_v0(x, out)
+        _encode_DescribeTopicPartitionsRequestCursor_v0(x_cursor, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -431,56 +431,56 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
 
 def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitionsResponsePartition, out: bytearray) -> None:
     out += _S2.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    x = o.replica_nodes
-    if x is None:
+    x_replica_nodes = o.replica_nodes
+    if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_replica_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.isr_nodes
-    if x is None:
+        out += _pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes)
+    x_isr_nodes = o.isr_nodes
+    if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_isr_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.eligible_leader_replicas
-    if x is None:
+        out += _pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes)
+    x_eligible_leader_replicas = o.eligible_leader_replicas
+    if x_eligible_leader_replicas is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_eligible_leader_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.last_known_elr
-    if x is None:
+        out += _pack(f'>{len(x_eligible_leader_replicas)}i', *x_eligible_leader_replicas)
+    x_last_known_elr = o.last_known_elr
+    if x_last_known_elr is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_last_known_elr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>{len(x_last_known_elr)}i', *x_last_known_elr)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_offline_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -522,12 +522,12 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[DescribeTopicPartitionsResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -554,31 +554,31 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int) -> tup
 
 def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsResponseTopic, out: bytearray) -> None:
     out += _S3.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S4.pack(o.topic_id.bytes, o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeTopicPartitionsResponsePartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_DescribeTopicPartitionsResponsePartition_v0(e_partitions, out)
     out += _S0.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -630,19 +630,19 @@ def _decode_DescribeTopicPartitionsResponseCursor_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeTopicPartitionsResponseCursor_v0(o: DescribeTopicPartitionsResponseCursor, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S0.pack(o.partition_index)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -666,12 +666,12 @@ def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: int) -> tuple[De
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeTopicPartitionsResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n, = _S5.unpack_from(buf, pos)
     pos += 1
     if n < 0:
@@ -702,23 +702,23 @@ def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: int) -> tuple[De
 
 def _encode_DescribeTopicPartitionsResponse_v0(o: DescribeTopicPartitionsResponse, out: bytearray) -> None:
     out += _S0.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeTopicPartitionsResponseTopic_v0(e, out)
-    x = o.next_cursor
-    if x is None:
+        for e_topics in x_topics:
+            _encode_DescribeTopicPartitionsResponseTopic_v0(e_topics, out)
+    x_next_cursor = o.next_cursor
+    if x_next_cursor is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_DescribeTopicPartitionsResponseCursor_v0(x, out)
+        _encode_DescribeTopicPartitionsResponseCursor_v0(x_next_cursor, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

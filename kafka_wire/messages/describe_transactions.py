@@ -99,8 +99,8 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[Descri
     else:
         if n > blen - pos:
             raise _invalid('array TransactionalIds declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_transactional_ids: list[str] = []
+        app_transactional_ids = lst_transactional_ids.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -115,9 +115,9 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[Descri
             end = pos + n2
             if end > blen:
                 raise _truncated('TransactionalIds')
-            app(buf[pos:end].decode())
+            app_transactional_ids(buf[pos:end].decode())
             pos = end
-        o.transactional_ids = lst
+        o.transactional_ids = lst_transactional_ids
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -141,25 +141,25 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[Descri
 
 
 def _encode_DescribeTransactionsRequest_v0(o: DescribeTransactionsRequest, out: bytearray) -> None:
-    x = o.transactional_ids
-    if x is None:
+    x_transactional_ids = o.transactional_ids
+    if x_transactional_ids is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalIds is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_transactional_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_transactional_ids in x_transactional_ids:
+            b_transactional_ids = e_transactional_ids.encode()
+            if len(b_transactional_ids) > 0x7FFF:
                 raise ValueOutOfRangeError('string in TransactionalIds is too long', version=0)
-            m = len(b) + 1
+            m = len(b_transactional_ids) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_transactional_ids
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -221,29 +221,29 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_DescribeTransactionsResponseTopicData_v0(o: DescribeTransactionsResponseTopicData, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -300,12 +300,12 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[DescribeTransactionsResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_DescribeTransactionsResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_DescribeTransactionsResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -330,44 +330,44 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int
 
 def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransactionsResponseTransactionState, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.transaction_state
-    if x is None:
+        out += b_transactional_id
+    x_transaction_state = o.transaction_state
+    if x_transaction_state is None:
         raise ValueOutOfRangeError('non-nullable field TransactionState is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transaction_state = x_transaction_state.encode()
+        if len(b_transaction_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionState is too long', version=0)
-        m = len(b) + 1
+        m = len(b_transaction_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transaction_state
     out += _S1.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeTransactionsResponseTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_DescribeTransactionsResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -390,12 +390,12 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[Descr
     else:
         if n > blen - pos:
             raise _invalid('array TransactionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_transaction_states: list[DescribeTransactionsResponseTransactionState] = []
+        app_transaction_states = lst_transaction_states.append
         for _ in range(n):
-            x, pos = _decode_DescribeTransactionsResponseTransactionState_v0(buf, pos)
-            app(x)
-        o.transaction_states = lst
+            x_transaction_states, pos = _decode_DescribeTransactionsResponseTransactionState_v0(buf, pos)
+            app_transaction_states(x_transaction_states)
+        o.transaction_states = lst_transaction_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -420,17 +420,17 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[Descr
 
 def _encode_DescribeTransactionsResponse_v0(o: DescribeTransactionsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.transaction_states
-    if x is None:
+    x_transaction_states = o.transaction_states
+    if x_transaction_states is None:
         raise ValueOutOfRangeError('non-nullable field TransactionStates is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_transaction_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeTransactionsResponseTransactionState_v0(e, out)
+        for e_transaction_states in x_transaction_states:
+            _encode_DescribeTransactionsResponseTransactionState_v0(e_transaction_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -131,19 +131,19 @@ def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: int)
 
 
 def _encode_DescribeUserScramCredentialsRequestUserName_v0(o: DescribeUserScramCredentialsRequestUserName, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -164,12 +164,12 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Users declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_users: list[DescribeUserScramCredentialsRequestUserName] = []
+        app_users = lst_users.append
         for _ in range(n):
-            x, pos = _decode_DescribeUserScramCredentialsRequestUserName_v0(buf, pos)
-            app(x)
-        o.users = lst
+            x_users, pos = _decode_DescribeUserScramCredentialsRequestUserName_v0(buf, pos)
+            app_users(x_users)
+        o.users = lst_users
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -193,17 +193,17 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_DescribeUserScramCredentialsRequest_v0(o: DescribeUserScramCredentialsRequest, out: bytearray) -> None:
-    x = o.users
-    if x is None:
+    x_users = o.users
+    if x_users is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_users) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeUserScramCredentialsRequestUserName_v0(e, out)
+        for e_users in x_users:
+            _encode_DescribeUserScramCredentialsRequestUserName_v0(e_users, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -293,12 +293,12 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
     else:
         if n > blen - pos:
             raise _invalid('array CredentialInfos declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_credential_infos: list[DescribeUserScramCredentialsResponseCredentialInfo] = []
+        app_credential_infos = lst_credential_infos.append
         for _ in range(n):
-            x, pos = _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf, pos)
-            app(x)
-        o.credential_infos = lst
+            x_credential_infos, pos = _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf, pos)
+            app_credential_infos(x_credential_infos)
+        o.credential_infos = lst_credential_infos
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -322,44 +322,44 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
 
 
 def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCredentialsResponseResult, out: bytearray) -> None:
-    x = o.user
-    if x is None:
+    x_user = o.user
+    if x_user is None:
         raise ValueOutOfRangeError('non-nullable field User is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_user = x_user.encode()
+        if len(b_user) > 0x7FFF:
             raise ValueOutOfRangeError('string field User is too long', version=0)
-        m = len(b) + 1
+        m = len(b_user) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_user
     out += _S1.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.credential_infos
-    if x is None:
+        out += b_error_message
+    x_credential_infos = o.credential_infos
+    if x_credential_infos is None:
         raise ValueOutOfRangeError('non-nullable field CredentialInfos is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_credential_infos) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0(e, out)
+        for e_credential_infos in x_credential_infos:
+            _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0(e_credential_infos, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -398,12 +398,12 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[DescribeUserScramCredentialsResponseResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_DescribeUserScramCredentialsResponseResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_DescribeUserScramCredentialsResponseResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -428,30 +428,30 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tup
 
 def _encode_DescribeUserScramCredentialsResponse_v0(o: DescribeUserScramCredentialsResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.results
-    if x is None:
+        out += b_error_message
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_DescribeUserScramCredentialsResponseResult_v0(e, out)
+        for e_results in x_results:
+            _encode_DescribeUserScramCredentialsResponseResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

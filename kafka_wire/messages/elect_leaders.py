@@ -127,20 +127,20 @@ def _decode_ElectLeadersRequestTopicPartitions_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_ElectLeadersRequestTopicPartitions_v0(o: ElectLeadersRequestTopicPartitions, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -200,29 +200,29 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: int) -> tuple
 
 
 def _encode_ElectLeadersRequestTopicPartitions_v2(o: ElectLeadersRequestTopicPartitions, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -240,12 +240,12 @@ def _decode_ElectLeadersRequest_v0(buf: bytes, pos: int) -> tuple[ElectLeadersRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -255,13 +255,13 @@ def _decode_ElectLeadersRequest_v0(buf: bytes, pos: int) -> tuple[ElectLeadersRe
 def _encode_ElectLeadersRequest_v0(o: ElectLeadersRequest, out: bytearray) -> None:
     if o.election_type != 0:
         raise FieldNotInVersionError('non-default ElectionType cannot be written', version=0)
-    x = o.topic_partitions
-    if x is None:
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ElectLeadersRequestTopicPartitions_v0(e, out)
+        out += _S1.pack(len(x_topic_partitions))
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ElectLeadersRequestTopicPartitions_v0(e_topic_partitions, out)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -277,12 +277,12 @@ def _decode_ElectLeadersRequest_v1(buf: bytes, pos: int) -> tuple[ElectLeadersRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -291,13 +291,13 @@ def _decode_ElectLeadersRequest_v1(buf: bytes, pos: int) -> tuple[ElectLeadersRe
 
 def _encode_ElectLeadersRequest_v1(o: ElectLeadersRequest, out: bytearray) -> None:
     out += _S3.pack(o.election_type)
-    x = o.topic_partitions
-    if x is None:
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ElectLeadersRequestTopicPartitions_v0(e, out)
+        out += _S1.pack(len(x_topic_partitions))
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ElectLeadersRequestTopicPartitions_v0(e_topic_partitions, out)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -319,12 +319,12 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersRequestTopicPartitions_v2(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v2(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -351,17 +351,17 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
 
 def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, out: bytearray) -> None:
     out += _S3.pack(o.election_type)
-    x = o.topic_partitions
-    if x is None:
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ElectLeadersRequestTopicPartitions_v2(e, out)
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ElectLeadersRequestTopicPartitions_v2(e_topic_partitions, out)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -390,15 +390,15 @@ def _decode_ElectLeadersResponsePartitionResult_v0(buf: bytes, pos: int) -> tupl
 
 def _encode_ElectLeadersResponsePartitionResult_v0(o: ElectLeadersResponsePartitionResult, out: bytearray) -> None:
     out += _S5.pack(o.partition_id, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_error_message))
+        out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -448,19 +448,19 @@ def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: int) -> tupl
 
 def _encode_ElectLeadersResponsePartitionResult_v2(o: ElectLeadersResponsePartitionResult, out: bytearray) -> None:
     out += _S5.pack(o.partition_id, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -489,33 +489,33 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: int) -
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResult declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
+        app_partition_result = lst_partition_result.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.partition_result = lst
+            x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v0(buf, pos)
+            app_partition_result(x_partition_result)
+        o.partition_result = lst_partition_result
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ElectLeadersResponseReplicaElectionResult_v0(o: ElectLeadersResponseReplicaElectionResult, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partition_result
-    if x is None:
+        out += _S0.pack(len(b_topic))
+        out += b_topic
+    x_partition_result = o.partition_result
+    if x_partition_result is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResult is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ElectLeadersResponsePartitionResult_v0(e, out)
+        out += _S1.pack(len(x_partition_result))
+        for e_partition_result in x_partition_result:
+            _encode_ElectLeadersResponsePartitionResult_v0(e_partition_result, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -550,12 +550,12 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResult declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
+        app_partition_result = lst_partition_result.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersResponsePartitionResult_v2(buf, pos)
-            app(x)
-        o.partition_result = lst
+            x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v2(buf, pos)
+            app_partition_result(x_partition_result)
+        o.partition_result = lst_partition_result
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -579,30 +579,30 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
 
 
 def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponseReplicaElectionResult, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_result
-    if x is None:
+        out += b_topic
+    x_partition_result = o.partition_result
+    if x_partition_result is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResult is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partition_result) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ElectLeadersResponsePartitionResult_v2(e, out)
+        for e_partition_result in x_partition_result:
+            _encode_ElectLeadersResponsePartitionResult_v2(e_partition_result, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -620,12 +620,12 @@ def _decode_ElectLeadersResponse_v0(buf: bytes, pos: int) -> tuple[ElectLeadersR
     else:
         if n > blen - pos:
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
+        app_replica_election_results = lst_replica_election_results.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
-            app(x)
-        o.replica_election_results = lst
+            x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
+            app_replica_election_results(x_replica_election_results)
+        o.replica_election_results = lst_replica_election_results
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -634,13 +634,13 @@ def _encode_ElectLeadersResponse_v0(o: ElectLeadersResponse, out: bytearray) -> 
     if o.error_code != 0:
         raise FieldNotInVersionError('non-default ErrorCode cannot be written', version=0)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.replica_election_results
-    if x is None:
+    x_replica_election_results = o.replica_election_results
+    if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ElectLeadersResponseReplicaElectionResult_v0(e, out)
+        out += _S1.pack(len(x_replica_election_results))
+        for e_replica_election_results in x_replica_election_results:
+            _encode_ElectLeadersResponseReplicaElectionResult_v0(e_replica_election_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -655,25 +655,25 @@ def _decode_ElectLeadersResponse_v1(buf: bytes, pos: int) -> tuple[ElectLeadersR
     else:
         if n > blen - pos:
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
+        app_replica_election_results = lst_replica_election_results.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
-            app(x)
-        o.replica_election_results = lst
+            x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
+            app_replica_election_results(x_replica_election_results)
+        o.replica_election_results = lst_replica_election_results
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ElectLeadersResponse_v1(o: ElectLeadersResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.replica_election_results
-    if x is None:
+    x_replica_election_results = o.replica_election_results
+    if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ElectLeadersResponseReplicaElectionResult_v0(e, out)
+        out += _S1.pack(len(x_replica_election_results))
+        for e_replica_election_results in x_replica_election_results:
+            _encode_ElectLeadersResponseReplicaElectionResult_v0(e_replica_election_results, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -694,12 +694,12 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: int) -> tuple[ElectLeadersR
     else:
         if n > blen - pos:
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
+        app_replica_election_results = lst_replica_election_results.append
         for _ in range(n):
-            x, pos = _decode_ElectLeadersResponseReplicaElectionResult_v2(buf, pos)
-            app(x)
-        o.replica_election_results = lst
+            x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v2(buf, pos)
+            app_replica_election_results(x_replica_election_results)
+        o.replica_election_results = lst_replica_election_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -724,17 +724,17 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: int) -> tuple[ElectLeadersR
 
 def _encode_ElectLeadersResponse_v2(o: ElectLeadersResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.replica_election_results
-    if x is None:
+    x_replica_election_results = o.replica_election_results
+    if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_replica_election_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ElectLeadersResponseReplicaElectionResult_v2(e, out)
+        for e_replica_election_results in x_replica_election_results:
+            _encode_ElectLeadersResponseReplicaElectionResult_v2(e_replica_election_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

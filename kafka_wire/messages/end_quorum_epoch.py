@@ -214,11 +214,11 @@ def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
 
 def _encode_EndQuorumEpochRequestPartitionData_v0(o: EndQuorumEpochRequestPartitionData, out: bytearray) -> None:
     out += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
-    x = o.preferred_successors
-    if x is None:
+    x_preferred_successors = o.preferred_successors
+    if x_preferred_successors is None:
         raise ValueOutOfRangeError('non-nullable field PreferredSuccessors is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_preferred_successors)}i', len(x_preferred_successors), *x_preferred_successors)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -240,12 +240,12 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array PreferredCandidates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_preferred_candidates: list[EndQuorumEpochRequestReplicaInfo] = []
+        app_preferred_candidates = lst_preferred_candidates.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochRequestReplicaInfo_v1(buf, pos)
-            app(x)
-        o.preferred_candidates = lst
+            x_preferred_candidates, pos = _decode_EndQuorumEpochRequestReplicaInfo_v1(buf, pos)
+            app_preferred_candidates(x_preferred_candidates)
+        o.preferred_candidates = lst_preferred_candidates
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -270,17 +270,17 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
 
 def _encode_EndQuorumEpochRequestPartitionData_v1(o: EndQuorumEpochRequestPartitionData, out: bytearray) -> None:
     out += _S2.pack(o.partition_index, o.leader_id, o.leader_epoch)
-    x = o.preferred_candidates
-    if x is None:
+    x_preferred_candidates = o.preferred_candidates
+    if x_preferred_candidates is None:
         raise ValueOutOfRangeError('non-nullable field PreferredCandidates is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_preferred_candidates) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_EndQuorumEpochRequestReplicaInfo_v1(e, out)
+        for e_preferred_candidates in x_preferred_candidates:
+            _encode_EndQuorumEpochRequestReplicaInfo_v1(e_preferred_candidates, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -309,33 +309,33 @@ def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[End
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_EndQuorumEpochRequestTopicData_v0(o: EndQuorumEpochRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_EndQuorumEpochRequestPartitionData_v0(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_EndQuorumEpochRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -370,12 +370,12 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[End
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochRequestPartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -399,30 +399,30 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[End
 
 
 def _encode_EndQuorumEpochRequestTopicData_v1(o: EndQuorumEpochRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_EndQuorumEpochRequestPartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_EndQuorumEpochRequestPartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -489,32 +489,32 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tupl
 
 
 def _encode_EndQuorumEpochRequestLeaderEndpoint_v1(o: EndQuorumEpochRequestLeaderEndpoint, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S5.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -545,33 +545,33 @@ def _decode_EndQuorumEpochRequest_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[EndQuorumEpochRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochRequestTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S3.pack(len(b_cluster_id))
+        out += b_cluster_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_EndQuorumEpochRequestTopicData_v0(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_EndQuorumEpochRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -606,12 +606,12 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[EndQuorumEpochRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochRequestTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -623,12 +623,12 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
     else:
         if n > blen - pos:
             raise _invalid('array LeaderEndpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_leader_endpoints: list[EndQuorumEpochRequestLeaderEndpoint] = []
+        app_leader_endpoints = lst_leader_endpoints.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
-            app(x)
-        o.leader_endpoints = lst
+            x_leader_endpoints, pos = _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
+            app_leader_endpoints(x_leader_endpoints)
+        o.leader_endpoints = lst_leader_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -652,41 +652,41 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
 
 
 def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_cluster_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_EndQuorumEpochRequestTopicData_v1(e, out)
-    x = o.leader_endpoints
-    if x is None:
+        for e_topics in x_topics:
+            _encode_EndQuorumEpochRequestTopicData_v1(e_topics, out)
+    x_leader_endpoints = o.leader_endpoints
+    if x_leader_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field LeaderEndpoints is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_leader_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_EndQuorumEpochRequestLeaderEndpoint_v1(e, out)
+        for e_leader_endpoints in x_leader_endpoints:
+            _encode_EndQuorumEpochRequestLeaderEndpoint_v1(e_leader_endpoints, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -695,7 +695,6 @@ def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, out: bytearray) -
 
 def _decode_EndQuorumEpochResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponsePartitionData, int]:
     o = _new(EndQuorumEpochResponsePartitionData)
-    blen = len(buf)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S6.unpack_from(buf, pos)
     pos += 14
     o.unknown_tagged_fields = ()
@@ -765,33 +764,33 @@ def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[En
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_EndQuorumEpochResponseTopicData_v0(o: EndQuorumEpochResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_EndQuorumEpochResponsePartitionData_v0(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_EndQuorumEpochResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -826,12 +825,12 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochResponsePartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -855,30 +854,30 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
 
 
 def _encode_EndQuorumEpochResponseTopicData_v1(o: EndQuorumEpochResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_EndQuorumEpochResponsePartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_EndQuorumEpochResponsePartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -932,19 +931,19 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple
 
 def _encode_EndQuorumEpochResponseNodeEndpoint_v1(o: EndQuorumEpochResponseNodeEndpoint, out: bytearray) -> None:
     out += _S4.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S5.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -963,12 +962,12 @@ def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[EndQuorumEp
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[EndQuorumEpochResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -977,13 +976,13 @@ def _encode_EndQuorumEpochResponse_v0(o: EndQuorumEpochResponse, out: bytearray)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
     out += _S3.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_EndQuorumEpochResponseTopicData_v0(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_EndQuorumEpochResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1005,12 +1004,12 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[EndQuorumEpochResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_EndQuorumEpochResponseTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1035,12 +1034,12 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[EndQuorumEpochResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -1053,31 +1052,31 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
 
 def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray) -> None:
     out += _S3.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_EndQuorumEpochResponseTopicData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_EndQuorumEpochResponseTopicData_v1(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_EndQuorumEpochResponseNodeEndpoint_v1(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_EndQuorumEpochResponseNodeEndpoint_v1(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

@@ -80,15 +80,15 @@ def _decode_EndTxnRequest_v0(buf: bytes, pos: int) -> tuple[EndTxnRequest, int]:
 
 
 def _encode_EndTxnRequest_v0(o: EndTxnRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_transactional_id))
+        out += b_transactional_id
     out += _S1.pack(o.producer_id, o.producer_epoch, o.committed)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -138,19 +138,19 @@ def _decode_EndTxnRequest_v3(buf: bytes, pos: int) -> tuple[EndTxnRequest, int]:
 
 
 def _encode_EndTxnRequest_v3(o: EndTxnRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S1.pack(o.producer_id, o.producer_epoch, o.committed)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -160,7 +160,6 @@ def _encode_EndTxnRequest_v3(o: EndTxnRequest, out: bytearray) -> None:
 
 def _decode_EndTxnResponse_v0(buf: bytes, pos: int) -> tuple[EndTxnResponse, int]:
     o = _new(EndTxnResponse)
-    blen = len(buf)
     o.producer_id = -1
     o.producer_epoch = -1
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)

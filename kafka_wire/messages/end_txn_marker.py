@@ -29,7 +29,6 @@ class EndTxnMarker(Message):
 
 def _decode_EndTxnMarker_v0(buf: bytes, pos: int) -> tuple[EndTxnMarker, int]:
     o = _new(EndTxnMarker)
-    blen = len(buf)
     o.coordinator_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()

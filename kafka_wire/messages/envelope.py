@@ -117,39 +117,39 @@ def _decode_EnvelopeRequest_v0(buf: bytes, pos: int) -> tuple[EnvelopeRequest, i
 
 
 def _encode_EnvelopeRequest_v0(o: EnvelopeRequest, out: bytearray) -> None:
-    x = o.request_data
-    if x is None:
+    x_request_data = o.request_data
+    if x_request_data is None:
         raise ValueOutOfRangeError('non-nullable field RequestData is None', version=0)
     else:
-        b = x
-        m = len(b) + 1
+        b_request_data = x_request_data
+        m = len(b_request_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.request_principal
-    if x is None:
+        out += b_request_data
+    x_request_principal = o.request_principal
+    if x_request_principal is None:
         out.append(0)
     else:
-        b = x
-        m = len(b) + 1
+        b_request_principal = x_request_principal
+        m = len(b_request_principal) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_host_address
-    if x is None:
+        out += b_request_principal
+    x_client_host_address = o.client_host_address
+    if x_client_host_address is None:
         raise ValueOutOfRangeError('non-nullable field ClientHostAddress is None', version=0)
     else:
-        b = x
-        m = len(b) + 1
+        b_client_host_address = x_client_host_address
+        m = len(b_client_host_address) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_client_host_address
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -198,17 +198,17 @@ def _decode_EnvelopeResponse_v0(buf: bytes, pos: int) -> tuple[EnvelopeResponse,
 
 
 def _encode_EnvelopeResponse_v0(o: EnvelopeResponse, out: bytearray) -> None:
-    x = o.response_data
-    if x is None:
+    x_response_data = o.response_data
+    if x_response_data is None:
         out.append(0)
     else:
-        b = x
-        m = len(b) + 1
+        b_response_data = x_response_data
+        m = len(b_response_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_response_data
     out += _S0.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

@@ -163,7 +163,5 @@ class ErrorCode(IntEnum):
     @classmethod
     def lookup(cls, code: int) -> ErrorCode | int:
         """The member for ``code``, or ``code`` itself when the table does not know it."""
-        try:
-            return cls(code)
-        except ValueError:
-            return code
+        member = cls._value2member_map_.get(code)
+        return member if isinstance(member, cls) else code

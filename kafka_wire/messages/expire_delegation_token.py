@@ -73,13 +73,13 @@ def _decode_ExpireDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Expir
 
 
 def _encode_ExpireDelegationTokenRequest_v0(o: ExpireDelegationTokenRequest, out: bytearray) -> None:
-    x = o.hmac
-    if x is None:
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_hmac = x_hmac
+        out += _S0.pack(len(b_hmac))
+        out += b_hmac
     out += _S1.pack(o.expiry_time_period_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -127,17 +127,17 @@ def _decode_ExpireDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Expir
 
 
 def _encode_ExpireDelegationTokenRequest_v2(o: ExpireDelegationTokenRequest, out: bytearray) -> None:
-    x = o.hmac
-    if x is None:
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
-        b = x
-        m = len(b) + 1
+        b_hmac = x_hmac
+        m = len(b_hmac) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_hmac
     out += _S1.pack(o.expiry_time_period_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -147,7 +147,6 @@ def _encode_ExpireDelegationTokenRequest_v2(o: ExpireDelegationTokenRequest, out
 
 def _decode_ExpireDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     o = _new(ExpireDelegationTokenResponse)
-    blen = len(buf)
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S2.unpack_from(buf, pos)
     pos += 14
     o.unknown_tagged_fields = ()

@@ -314,7 +314,6 @@ def _encode_FetchRequestReplicaState_v15(o: FetchRequestReplicaState, out: bytea
 
 def _decode_FetchRequestPartition_v0(buf: bytes, pos: int) -> tuple[FetchRequestPartition, int]:
     o = _new(FetchRequestPartition)
-    blen = len(buf)
     o.current_leader_epoch = -1
     o.last_fetched_epoch = -1
     o.log_start_offset = -1
@@ -336,7 +335,6 @@ def _encode_FetchRequestPartition_v0(o: FetchRequestPartition, out: bytearray) -
 
 def _decode_FetchRequestPartition_v5(buf: bytes, pos: int) -> tuple[FetchRequestPartition, int]:
     o = _new(FetchRequestPartition)
-    blen = len(buf)
     o.current_leader_epoch = -1
     o.last_fetched_epoch = -1
     o.replica_directory_id = ZERO_UUID
@@ -357,7 +355,6 @@ def _encode_FetchRequestPartition_v5(o: FetchRequestPartition, out: bytearray) -
 
 def _decode_FetchRequestPartition_v9(buf: bytes, pos: int) -> tuple[FetchRequestPartition, int]:
     o = _new(FetchRequestPartition)
-    blen = len(buf)
     o.last_fetched_epoch = -1
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
@@ -538,33 +535,33 @@ def _decode_FetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[FetchRequestTopi
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestPartition_v0(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -592,33 +589,33 @@ def _decode_FetchRequestTopic_v5(buf: bytes, pos: int) -> tuple[FetchRequestTopi
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v5(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v5(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=5)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestPartition_v5(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v5(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -646,33 +643,33 @@ def _decode_FetchRequestTopic_v9(buf: bytes, pos: int) -> tuple[FetchRequestTopi
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v9(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v9(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=9)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestPartition_v9(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v9(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 9')
 
@@ -708,12 +705,12 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v12(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -737,30 +734,30 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
 
 
 def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=12)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestPartition_v12(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v12(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -785,12 +782,12 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v12(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -815,17 +812,17 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
 
 def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, out: bytearray) -> None:
     out += _S5.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestPartition_v12(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v12(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -850,12 +847,12 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v17(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v17(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -880,17 +877,17 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
 
 def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, out: bytearray) -> None:
     out += _S5.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=17)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestPartition_v17(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v17(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -915,12 +912,12 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestPartition_v18(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchRequestPartition_v18(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -945,17 +942,17 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
 
 def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, out: bytearray) -> None:
     out += _S5.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=18)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestPartition_v18(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchRequestPartition_v18(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -992,20 +989,20 @@ def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: int) -> tuple[FetchRe
 
 
 def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=7)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1066,29 +1063,29 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchR
 
 
 def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=12)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1139,16 +1136,16 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
 
 def _encode_FetchRequestForgottenTopic_v13(o: FetchRequestForgottenTopic, out: bytearray) -> None:
     out += _S5.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1173,12 +1170,12 @@ def _decode_FetchRequest_v0(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1189,13 +1186,13 @@ def _encode_FetchRequest_v0(o: FetchRequest, out: bytearray) -> None:
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=0)
     out += _S10.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v0(e, out)
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1217,12 +1214,12 @@ def _decode_FetchRequest_v3(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1233,13 +1230,13 @@ def _encode_FetchRequest_v3(o: FetchRequest, out: bytearray) -> None:
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=3)
     out += _S9.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v0(e, out)
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1260,12 +1257,12 @@ def _decode_FetchRequest_v4(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1276,13 +1273,13 @@ def _encode_FetchRequest_v4(o: FetchRequest, out: bytearray) -> None:
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=4)
     out += _S13.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v0(e, out)
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -1303,12 +1300,12 @@ def _decode_FetchRequest_v5(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1319,13 +1316,13 @@ def _encode_FetchRequest_v5(o: FetchRequest, out: bytearray) -> None:
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=5)
     out += _S13.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v5(e, out)
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v5(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1343,12 +1340,12 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n, = _S8.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1356,12 +1353,12 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1370,20 +1367,20 @@ def _encode_FetchRequest_v7(o: FetchRequest, out: bytearray) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=7)
     out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v5(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v5(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=7)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v7(e, out)
+        out += _S8.pack(len(x_forgotten_topics_data))
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1401,12 +1398,12 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v9(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n, = _S8.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1414,12 +1411,12 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1428,20 +1425,20 @@ def _encode_FetchRequest_v9(o: FetchRequest, out: bytearray) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=9)
     out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v9(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v9(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=9)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v7(e, out)
+        out += _S8.pack(len(x_forgotten_topics_data))
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 9')
 
@@ -1458,12 +1455,12 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v9(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n, = _S8.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1471,12 +1468,12 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n, = _S7.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -1497,29 +1494,29 @@ def _encode_FetchRequest_v11(o: FetchRequest, out: bytearray) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=11)
     out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestTopic_v9(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        out += _S8.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v9(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=11)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v7(e, out)
-    x = o.rack_id
-    if x is None:
+        out += _S8.pack(len(x_forgotten_topics_data))
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, out)
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=11)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=11)
-        out += _S7.pack(len(b))
-        out += b
+        out += _S7.pack(len(b_rack_id))
+        out += b_rack_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
@@ -1542,12 +1539,12 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v12(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v12(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1559,12 +1556,12 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v12(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v12(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1626,57 +1623,57 @@ def _encode_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=12)
     out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestTopic_v12(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v12(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v12(e, out)
-    x = o.rack_id
-    if x is None:
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v12(e_forgotten_topics_data, out)
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=12)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=12)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=12)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -1702,12 +1699,12 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v13(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1719,12 +1716,12 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1786,57 +1783,57 @@ def _encode_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=13)
     out += _S15.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestTopic_v13(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v13(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v13(e, out)
-    x = o.rack_id
-    if x is None:
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=13)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=13)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=13)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -1863,12 +1860,12 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v13(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1880,12 +1877,12 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1947,57 +1944,57 @@ def _encode_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=15)
     out += _S16.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=15)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestTopic_v13(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v13(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=15)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v13(e, out)
-    x = o.rack_id
-    if x is None:
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=15)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=15)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=15)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         t = bytearray()
@@ -2028,12 +2025,12 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v17(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v17(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2045,12 +2042,12 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2112,57 +2109,57 @@ def _encode_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=17)
     out += _S16.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=17)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestTopic_v17(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v17(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=17)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v13(e, out)
-    x = o.rack_id
-    if x is None:
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=17)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=17)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=17)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         t = bytearray()
@@ -2193,12 +2190,12 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestTopic_v18(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchRequestTopic_v18(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2210,12 +2207,12 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2277,57 +2274,57 @@ def _encode_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
     if o.replica_id != -1:
         raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=18)
     out += _S16.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=18)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestTopic_v18(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_FetchRequestTopic_v18(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=18)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchRequestForgottenTopic_v13(e, out)
-    x = o.rack_id
-    if x is None:
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=18)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=18)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=18)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         t = bytearray()
@@ -2446,7 +2443,6 @@ def _encode_FetchResponseSnapshotId_v12(o: FetchResponseSnapshotId, out: bytearr
 
 def _decode_FetchResponseAbortedTransaction_v4(buf: bytes, pos: int) -> tuple[FetchResponseAbortedTransaction, int]:
     o = _new(FetchResponseAbortedTransaction)
-    blen = len(buf)
     o.producer_id, o.first_offset = _S19.unpack_from(buf, pos)
     pos += 16
     o.unknown_tagged_fields = ()
@@ -2529,13 +2525,13 @@ def _encode_FetchResponsePartitionData_v0(o: FetchResponsePartitionData, out: by
     if o.preferred_read_replica != -1:
         raise FieldNotInVersionError('non-default PreferredReadReplica cannot be written', version=0)
     out += _S21.pack(o.partition_index, o.error_code, o.high_watermark)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S8.pack(len(b))
-        out += b
+        b_records = x_records
+        out += _S8.pack(len(b_records))
+        out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -2556,12 +2552,12 @@ def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: int) -> tuple[FetchRe
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
+        app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
-            app(x)
-        o.aborted_transactions = lst
+            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
+            app_aborted_transactions(x_aborted_transactions)
+        o.aborted_transactions = lst_aborted_transactions
     n, = _S8.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -2586,20 +2582,20 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, out: by
     if o.preferred_read_replica != -1:
         raise FieldNotInVersionError('non-default PreferredReadReplica cannot be written', version=4)
     out += _S23.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
-    x = o.aborted_transactions
-    if x is None:
+    x_aborted_transactions = o.aborted_transactions
+    if x_aborted_transactions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseAbortedTransaction_v4(e, out)
-    x = o.records
-    if x is None:
+        out += _S8.pack(len(x_aborted_transactions))
+        for e_aborted_transactions in x_aborted_transactions:
+            _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, out)
+    x_records = o.records
+    if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S8.pack(len(b))
-        out += b
+        b_records = x_records
+        out += _S8.pack(len(b_records))
+        out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -2619,12 +2615,12 @@ def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: int) -> tuple[FetchRe
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
+        app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
-            app(x)
-        o.aborted_transactions = lst
+            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
+            app_aborted_transactions(x_aborted_transactions)
+        o.aborted_transactions = lst_aborted_transactions
     n, = _S8.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -2649,20 +2645,20 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, out: by
     if o.preferred_read_replica != -1:
         raise FieldNotInVersionError('non-default PreferredReadReplica cannot be written', version=5)
     out += _S25.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    x = o.aborted_transactions
-    if x is None:
+    x_aborted_transactions = o.aborted_transactions
+    if x_aborted_transactions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseAbortedTransaction_v4(e, out)
-    x = o.records
-    if x is None:
+        out += _S8.pack(len(x_aborted_transactions))
+        for e_aborted_transactions in x_aborted_transactions:
+            _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, out)
+    x_records = o.records
+    if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S8.pack(len(b))
-        out += b
+        b_records = x_records
+        out += _S8.pack(len(b_records))
+        out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -2681,12 +2677,12 @@ def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: int) -> tuple[FetchR
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
+        app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
-            app(x)
-        o.aborted_transactions = lst
+            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
+            app_aborted_transactions(x_aborted_transactions)
+        o.aborted_transactions = lst_aborted_transactions
     o.preferred_read_replica, n = _S17.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -2709,21 +2705,21 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, out: b
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
         raise FieldNotInVersionError('non-default SnapshotId cannot be written', version=11)
     out += _S25.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    x = o.aborted_transactions
-    if x is None:
+    x_aborted_transactions = o.aborted_transactions
+    if x_aborted_transactions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseAbortedTransaction_v4(e, out)
+        out += _S8.pack(len(x_aborted_transactions))
+        for e_aborted_transactions in x_aborted_transactions:
+            _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, out)
     out += _S8.pack(o.preferred_read_replica)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S8.pack(len(b))
-        out += b
+        b_records = x_records
+        out += _S8.pack(len(b_records))
+        out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
@@ -2748,12 +2744,12 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
+        app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseAbortedTransaction_v12(buf, pos)
-            app(x)
-        o.aborted_transactions = lst
+            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v12(buf, pos)
+            app_aborted_transactions(x_aborted_transactions)
+        o.aborted_transactions = lst_aborted_transactions
     o.preferred_read_replica, = _S8.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2800,29 +2796,29 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
 
 def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, out: bytearray) -> None:
     out += _S25.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    x = o.aborted_transactions
-    if x is None:
+    x_aborted_transactions = o.aborted_transactions
+    if x_aborted_transactions is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_aborted_transactions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchResponseAbortedTransaction_v12(e, out)
+        for e_aborted_transactions in x_aborted_transactions:
+            _encode_FetchResponseAbortedTransaction_v12(e_aborted_transactions, out)
     out += _S8.pack(o.preferred_read_replica)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         out.append(0)
     else:
-        b = x
-        m = len(b) + 1
+        b_records = x_records
+        m = len(b_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_records
     known: list[tuple[int, bytes | bytearray]] = []
     if o.diverging_epoch != _DEFAULT_FetchResponseEpochEndOffset:
         t = bytearray()
@@ -2865,33 +2861,33 @@ def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponsePartitionData_v0(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -2919,33 +2915,33 @@ def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponsePartitionData_v4(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchResponsePartitionData_v4(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=4)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponsePartitionData_v4(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchResponsePartitionData_v4(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -2973,33 +2969,33 @@ def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponsePartitionData_v5(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchResponsePartitionData_v5(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=5)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponsePartitionData_v5(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchResponsePartitionData_v5(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -3027,33 +3023,33 @@ def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponsePartitionData_v11(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchResponsePartitionData_v11(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=11)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=11)
-        out += _S7.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S7.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponsePartitionData_v11(e, out)
+        out += _S8.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_FetchResponsePartitionData_v11(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
@@ -3089,12 +3085,12 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3118,30 +3114,30 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tup
 
 
 def _encode_FetchResponseFetchableTopicResponse_v12(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=12)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchResponsePartitionData_v12(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchResponsePartitionData_v12(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -3166,12 +3162,12 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3196,17 +3192,17 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tup
 
 def _encode_FetchResponseFetchableTopicResponse_v13(o: FetchResponseFetchableTopicResponse, out: bytearray) -> None:
     out += _S5.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchResponsePartitionData_v12(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchResponsePartitionData_v12(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -3276,33 +3272,33 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: int) -> tuple[FetchRe
 
 def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, out: bytearray) -> None:
     out += _S8.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=16)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=16)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S8.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=16)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -3323,12 +3319,12 @@ def _decode_FetchResponse_v0(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -3338,13 +3334,13 @@ def _encode_FetchResponse_v0(o: FetchResponse, out: bytearray) -> None:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=0)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v0(e, out)
+        out += _S8.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -3362,12 +3358,12 @@ def _decode_FetchResponse_v1(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -3378,13 +3374,13 @@ def _encode_FetchResponse_v1(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=1)
     out += _S8.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v0(e, out)
+        out += _S8.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -3402,12 +3398,12 @@ def _decode_FetchResponse_v4(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v4(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v4(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -3418,13 +3414,13 @@ def _encode_FetchResponse_v4(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=4)
     out += _S8.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v4(e, out)
+        out += _S8.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v4(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -3442,12 +3438,12 @@ def _decode_FetchResponse_v5(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -3458,13 +3454,13 @@ def _encode_FetchResponse_v5(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
     out += _S8.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v5(e, out)
+        out += _S8.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v5(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -3480,12 +3476,12 @@ def _decode_FetchResponse_v7(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -3494,13 +3490,13 @@ def _encode_FetchResponse_v7(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=7)
     out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=7)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v5(e, out)
+        out += _S8.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v5(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -3516,12 +3512,12 @@ def _decode_FetchResponse_v11(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v11(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v11(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -3530,13 +3526,13 @@ def _encode_FetchResponse_v11(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=11)
     out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=11)
     else:
-        out += _S8.pack(len(x))
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v11(e, out)
+        out += _S8.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v11(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
@@ -3558,12 +3554,12 @@ def _decode_FetchResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v12(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v12(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3592,17 +3588,17 @@ def _encode_FetchResponse_v12(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=12)
     out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v12(e, out)
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v12(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -3626,12 +3622,12 @@ def _decode_FetchResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3660,17 +3656,17 @@ def _encode_FetchResponse_v13(o: FetchResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=13)
     out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v13(e, out)
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v13(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -3694,12 +3690,12 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[FetchResponseFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3724,12 +3720,12 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[FetchResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_FetchResponseNodeEndpoint_v16(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_FetchResponseNodeEndpoint_v16(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -3742,31 +3738,31 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
 
 def _encode_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
     out += _S27.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=16)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchResponseFetchableTopicResponse_v13(e, out)
+        for e_responses in x_responses:
+            _encode_FetchResponseFetchableTopicResponse_v13(e_responses, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=16)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_FetchResponseNodeEndpoint_v16(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_FetchResponseNodeEndpoint_v16(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

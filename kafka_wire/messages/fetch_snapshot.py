@@ -124,7 +124,7 @@ class FetchSnapshotResponsePartitionSnapshot(Struct):
     position: int
     unaligned_records: bytes | memoryview
 
-    def __init__(self, *, index: int = 0, error_code: int = 0, snapshot_id: FetchSnapshotResponseSnapshotId = FRESH, current_leader: FetchSnapshotResponseLeaderIdAndEpoch = FRESH, size: int = 0, position: int = 0, unaligned_records: bytes | memoryview = None, unknown_tagged_fields: TaggedFields = ()) -> None:
+    def __init__(self, *, index: int = 0, error_code: int = 0, snapshot_id: FetchSnapshotResponseSnapshotId = FRESH, current_leader: FetchSnapshotResponseLeaderIdAndEpoch = FRESH, size: int = 0, position: int = 0, unaligned_records: bytes | memoryview = b"", unknown_tagged_fields: TaggedFields = ()) -> None:
         self.index = index
         self.error_code = error_code
         self.snapshot_id = FetchSnapshotResponseSnapshotId() if snapshot_id is FRESH else snapshot_id
@@ -335,12 +335,12 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchSnapshotRequestPartitionSnapshot] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -364,30 +364,30 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_FetchSnapshotRequestTopicSnapshot_v0(o: FetchSnapshotRequestTopicSnapshot, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotRequestPartitionSnapshot_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchSnapshotRequestPartitionSnapshot_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -424,12 +424,12 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchSnapshotRequestPartitionSnapshot] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -453,30 +453,30 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_FetchSnapshotRequestTopicSnapshot_v1(o: FetchSnapshotRequestTopicSnapshot, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotRequestPartitionSnapshot_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchSnapshotRequestPartitionSnapshot_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -500,12 +500,12 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshot
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchSnapshotRequestTopicSnapshot] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotRequestTopicSnapshot_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -547,33 +547,33 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshot
 
 def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, out: bytearray) -> None:
     out += _S1.pack(o.replica_id, o.max_bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotRequestTopicSnapshot_v0(e, out)
+        for e_topics in x_topics:
+            _encode_FetchSnapshotRequestTopicSnapshot_v0(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -598,12 +598,12 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshot
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchSnapshotRequestTopicSnapshot] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotRequestTopicSnapshot_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -645,33 +645,33 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshot
 
 def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, out: bytearray) -> None:
     out += _S1.pack(o.replica_id, o.max_bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotRequestTopicSnapshot_v1(e, out)
+        for e_topics in x_topics:
+            _encode_FetchSnapshotRequestTopicSnapshot_v1(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t = bytearray()
-        x = o.cluster_id
-        if x is None:
+        x_cluster_id = o.cluster_id
+        if x_cluster_id is None:
             t.append(0)
         else:
-            b = x.encode()
-            if len(b) > 0x7FFF:
+            b_cluster_id = x_cluster_id.encode()
+            if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-            m = len(b) + 1
+            m = len(b_cluster_id) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            t += b
+            t += b_cluster_id
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -801,17 +801,17 @@ def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePa
     out += _S4.pack(o.index, o.error_code)
     _encode_FetchSnapshotResponseSnapshotId_v0(o.snapshot_id, out)
     out += _S5.pack(o.size, o.position)
-    x = o.unaligned_records
-    if x is None:
+    x_unaligned_records = o.unaligned_records
+    if x_unaligned_records is None:
         raise ValueOutOfRangeError('non-nullable field UnalignedRecords is None', version=0)
     else:
-        b = x
-        m = len(b) + 1
+        b_unaligned_records = x_unaligned_records
+        m = len(b_unaligned_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_unaligned_records
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch:
         t = bytearray()
@@ -853,12 +853,12 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[FetchSnapshotResponsePartitionSnapshot] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -882,30 +882,30 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_FetchSnapshotResponseTopicSnapshot_v0(o: FetchSnapshotResponseTopicSnapshot, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotResponsePartitionSnapshot_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_FetchSnapshotResponsePartitionSnapshot_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -959,19 +959,19 @@ def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[
 
 def _encode_FetchSnapshotResponseNodeEndpoint_v1(o: FetchSnapshotResponseNodeEndpoint, out: bytearray) -> None:
     out += _S6.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S7.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -996,12 +996,12 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: int) -> tuple[FetchSnapsho
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchSnapshotResponseTopicSnapshot] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1030,17 +1030,17 @@ def _encode_FetchSnapshotResponse_v0(o: FetchSnapshotResponse, out: bytearray) -
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotResponseTopicSnapshot_v0(e, out)
+        for e_topics in x_topics:
+            _encode_FetchSnapshotResponseTopicSnapshot_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1064,12 +1064,12 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[FetchSnapshotResponseTopicSnapshot] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1094,12 +1094,12 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[FetchSnapshotResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_FetchSnapshotResponseNodeEndpoint_v1(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_FetchSnapshotResponseNodeEndpoint_v1(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -1112,31 +1112,31 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
 
 def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FetchSnapshotResponseTopicSnapshot_v0(e, out)
+        for e_topics in x_topics:
+            _encode_FetchSnapshotResponseTopicSnapshot_v0(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_FetchSnapshotResponseNodeEndpoint_v1(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_FetchSnapshotResponseNodeEndpoint_v1(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -1218,7 +1218,7 @@ FetchSnapshotResponsePartitionSnapshot.FIELDS = (
     FieldSpec('current_leader', 'CurrentLeader', 'struct', None, FetchSnapshotResponseLeaderIdAndEpoch, VersionSet.parse('0+'), VersionSet.parse('none'), 0, VersionSet.parse('0+'), None, lambda: FetchSnapshotResponseLeaderIdAndEpoch(), False, None),
     FieldSpec('size', 'Size', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('position', 'Position', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
-    FieldSpec('unaligned_records', 'UnalignedRecords', 'records', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+    FieldSpec('unaligned_records', 'UnalignedRecords', 'records', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
 )
 FetchSnapshotResponsePartitionSnapshot.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
 FetchSnapshotResponsePartitionSnapshot.STRUCT_VERSIONS = VersionSet.parse('0-1')

@@ -111,15 +111,15 @@ def _encode_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, out: bytearray)
         raise FieldNotInVersionError('non-default KeyType cannot be written', version=0)
     if o.coordinator_keys is None or len(o.coordinator_keys) != 0:
         raise FieldNotInVersionError('non-default CoordinatorKeys cannot be written', version=0)
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_key))
+        out += b_key
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -149,15 +149,15 @@ def _decode_FindCoordinatorRequest_v1(buf: bytes, pos: int) -> tuple[FindCoordin
 def _encode_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, out: bytearray) -> None:
     if o.coordinator_keys is None or len(o.coordinator_keys) != 0:
         raise FieldNotInVersionError('non-default CoordinatorKeys cannot be written', version=1)
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_key))
+        out += b_key
     out += _S1.pack(o.key_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -210,19 +210,19 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: int) -> tuple[FindCoordin
 def _encode_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, out: bytearray) -> None:
     if o.coordinator_keys is None or len(o.coordinator_keys) != 0:
         raise FieldNotInVersionError('non-default CoordinatorKeys cannot be written', version=3)
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=3)
-        m = len(b) + 1
+        m = len(b_key) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_key
     out += _S1.pack(o.key_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -247,8 +247,8 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: int) -> tuple[FindCoordin
     else:
         if n > blen - pos:
             raise _invalid('array CoordinatorKeys declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_coordinator_keys: list[str] = []
+        app_coordinator_keys = lst_coordinator_keys.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -263,9 +263,9 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: int) -> tuple[FindCoordin
             end = pos + n2
             if end > blen:
                 raise _truncated('CoordinatorKeys')
-            app(buf[pos:end].decode())
+            app_coordinator_keys(buf[pos:end].decode())
             pos = end
-        o.coordinator_keys = lst
+        o.coordinator_keys = lst_coordinator_keys
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -292,25 +292,25 @@ def _encode_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, out: bytearray)
     if o.key != '':
         raise FieldNotInVersionError('non-default Key cannot be written', version=4)
     out += _S1.pack(o.key_type)
-    x = o.coordinator_keys
-    if x is None:
+    x_coordinator_keys = o.coordinator_keys
+    if x_coordinator_keys is None:
         raise ValueOutOfRangeError('non-nullable field CoordinatorKeys is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_coordinator_keys) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_coordinator_keys in x_coordinator_keys:
+            b_coordinator_keys = e_coordinator_keys.encode()
+            if len(b_coordinator_keys) > 0x7FFF:
                 raise ValueOutOfRangeError('string in CoordinatorKeys is too long', version=4)
-            m = len(b) + 1
+            m = len(b_coordinator_keys) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_coordinator_keys
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -395,47 +395,47 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: int) -> tuple
 
 
 def _encode_FindCoordinatorResponseCoordinator_v4(o: FindCoordinatorResponseCoordinator, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=4)
-        m = len(b) + 1
+        m = len(b_key) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_key
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=4)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S3.pack(o.port, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=4)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -470,15 +470,15 @@ def _encode_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, out: bytearra
     if o.coordinators is None or len(o.coordinators) != 0:
         raise FieldNotInVersionError('non-default Coordinators cannot be written', version=0)
     out += _S5.pack(o.error_code, o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -522,25 +522,25 @@ def _encode_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, out: bytearra
     if o.coordinators is None or len(o.coordinators) != 0:
         raise FieldNotInVersionError('non-default Coordinators cannot be written', version=1)
     out += _S3.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_error_message))
+        out += b_error_message
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -614,33 +614,33 @@ def _encode_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, out: bytearra
     if o.coordinators is None or len(o.coordinators) != 0:
         raise FieldNotInVersionError('non-default Coordinators cannot be written', version=3)
     out += _S3.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=3)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -669,12 +669,12 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
     else:
         if n > blen - pos:
             raise _invalid('array Coordinators declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_coordinators: list[FindCoordinatorResponseCoordinator] = []
+        app_coordinators = lst_coordinators.append
         for _ in range(n):
-            x, pos = _decode_FindCoordinatorResponseCoordinator_v4(buf, pos)
-            app(x)
-        o.coordinators = lst
+            x_coordinators, pos = _decode_FindCoordinatorResponseCoordinator_v4(buf, pos)
+            app_coordinators(x_coordinators)
+        o.coordinators = lst_coordinators
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -707,17 +707,17 @@ def _encode_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, out: bytearra
     if o.port != 0:
         raise FieldNotInVersionError('non-default Port cannot be written', version=4)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.coordinators
-    if x is None:
+    x_coordinators = o.coordinators
+    if x_coordinators is None:
         raise ValueOutOfRangeError('non-nullable field Coordinators is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_coordinators) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_FindCoordinatorResponseCoordinator_v4(e, out)
+        for e_coordinators in x_coordinators:
+            _encode_FindCoordinatorResponseCoordinator_v4(e_coordinators, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -132,8 +132,8 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array RequestedMetrics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_requested_metrics: list[str] = []
+        app_requested_metrics = lst_requested_metrics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -148,9 +148,9 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
             end = pos + n2
             if end > blen:
                 raise _truncated('RequestedMetrics')
-            app(buf[pos:end].decode())
+            app_requested_metrics(buf[pos:end].decode())
             pos = end
-        o.requested_metrics = lst
+        o.requested_metrics = lst_requested_metrics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -175,36 +175,36 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
 
 def _encode_GetTelemetrySubscriptionsResponse_v0(o: GetTelemetrySubscriptionsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code, o.client_instance_id.bytes, o.subscription_id)
-    x = o.accepted_compression_types
-    if x is None:
+    x_accepted_compression_types = o.accepted_compression_types
+    if x_accepted_compression_types is None:
         raise ValueOutOfRangeError('non-nullable field AcceptedCompressionTypes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_accepted_compression_types) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}b', *x)
+        out += _pack(f'>{len(x_accepted_compression_types)}b', *x_accepted_compression_types)
     out += _S2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
-    x = o.requested_metrics
-    if x is None:
+    x_requested_metrics = o.requested_metrics
+    if x_requested_metrics is None:
         raise ValueOutOfRangeError('non-nullable field RequestedMetrics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_requested_metrics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_requested_metrics in x_requested_metrics:
+            b_requested_metrics = e_requested_metrics.encode()
+            if len(b_requested_metrics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in RequestedMetrics is too long', version=0)
-            m = len(b) + 1
+            m = len(b_requested_metrics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_requested_metrics
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -88,25 +88,25 @@ def _decode_HeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[HeartbeatRequest,
 def _encode_HeartbeatRequest_v0(o: HeartbeatRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S2.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -155,34 +155,34 @@ def _decode_HeartbeatRequest_v3(buf: bytes, pos: int) -> tuple[HeartbeatRequest,
 
 
 def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S2.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_instance_id))
+        out += b_group_instance_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -263,46 +263,46 @@ def _decode_HeartbeatRequest_v4(buf: bytes, pos: int) -> tuple[HeartbeatRequest,
 
 
 def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S2.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_instance_id
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -311,7 +311,6 @@ def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, out: bytearray) -> None:
 
 def _decode_HeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
     o = _new(HeartbeatResponse)
-    blen = len(buf)
     o.throttle_time_ms = 0
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
@@ -327,7 +326,6 @@ def _encode_HeartbeatResponse_v0(o: HeartbeatResponse, out: bytearray) -> None:
 
 def _decode_HeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
     o = _new(HeartbeatResponse)
-    blen = len(buf)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()

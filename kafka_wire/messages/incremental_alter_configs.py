@@ -129,25 +129,25 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: in
 
 
 def _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(o: IncrementalAlterConfigsRequestAlterableConfig, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_name))
+        out += b_name
     out += _S2.pack(o.config_operation)
-    x = o.value
-    if x is None:
+    x_value = o.value
+    if x_value is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_value))
+        out += b_value
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -212,33 +212,33 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: in
 
 
 def _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(o: IncrementalAlterConfigsRequestAlterableConfig, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.config_operation)
-    x = o.value
-    if x is None:
+    x_value = o.value
+    if x_value is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=1)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -267,34 +267,34 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, po
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: IncrementalAlterConfigsRequestAlterConfigsResource, out: bytearray) -> None:
     out += _S2.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.configs
-    if x is None:
+        out += _S0.pack(len(b_resource_name))
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(e, out)
+        out += _S3.pack(len(x_configs))
+        for e_configs in x_configs:
+            _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(e_configs, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -331,12 +331,12 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
+        app_configs = lst_configs.append
         for _ in range(n):
-            x, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf, pos)
-            app(x)
-        o.configs = lst
+            x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf, pos)
+            app_configs(x_configs)
+        o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -361,30 +361,30 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
 
 def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: IncrementalAlterConfigsRequestAlterConfigsResource, out: bytearray) -> None:
     out += _S2.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.configs
-    if x is None:
+        out += b_resource_name
+    x_configs = o.configs
+    if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(e, out)
+        for e_configs in x_configs:
+            _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(e_configs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -401,12 +401,12 @@ def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[Inc
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[IncrementalAlterConfigsRequestAlterConfigsResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.validate_only, = _S4.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -414,13 +414,13 @@ def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[Inc
 
 
 def _encode_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest, out: bytearray) -> None:
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(e, out)
+        out += _S3.pack(len(x_resources))
+        for e_resources in x_resources:
+            _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(e_resources, out)
     out += _S4.pack(o.validate_only)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -440,12 +440,12 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int) -> tuple[Inc
     else:
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_resources: list[IncrementalAlterConfigsRequestAlterConfigsResource] = []
+        app_resources = lst_resources.append
         for _ in range(n):
-            x, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf, pos)
-            app(x)
-        o.resources = lst
+            x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf, pos)
+            app_resources(x_resources)
+        o.resources = lst_resources
     o.validate_only, = _S4.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -471,17 +471,17 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int) -> tuple[Inc
 
 
 def _encode_IncrementalAlterConfigsRequest_v1(o: IncrementalAlterConfigsRequest, out: bytearray) -> None:
-    x = o.resources
-    if x is None:
+    x_resources = o.resources
+    if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_resources) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(e, out)
+        for e_resources in x_resources:
+            _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(e_resources, out)
     out += _S4.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -522,25 +522,25 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf: 
 
 def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: IncrementalAlterConfigsResponseAlterConfigsResourceResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_error_message))
+        out += b_error_message
     out += _S2.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_resource_name))
+        out += b_resource_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -608,33 +608,33 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
 
 def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(o: IncrementalAlterConfigsResponseAlterConfigsResourceResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S2.pack(o.resource_type)
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -651,25 +651,25 @@ def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[In
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(e, out)
+        out += _S3.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -690,12 +690,12 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -720,17 +720,17 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
 
 def _encode_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(e, out)
+        for e_responses in x_responses:
+            _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(e_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

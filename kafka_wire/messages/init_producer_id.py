@@ -98,19 +98,19 @@ def _encode_InitProducerIdRequest_v0(o: InitProducerIdRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default ProducerId cannot be written', version=0)
     if o.producer_epoch != -1:
         raise FieldNotInVersionError('non-default ProducerEpoch cannot be written', version=0)
-    if o.enable2_pc != False:
+    if bool(o.enable2_pc):
         raise FieldNotInVersionError('non-default Enable2Pc cannot be written', version=0)
-    if o.keep_prepared_txn != False:
+    if bool(o.keep_prepared_txn):
         raise FieldNotInVersionError('non-default KeepPreparedTxn cannot be written', version=0)
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_transactional_id))
+        out += b_transactional_id
     out += _S1.pack(o.transaction_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -168,23 +168,23 @@ def _encode_InitProducerIdRequest_v2(o: InitProducerIdRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default ProducerId cannot be written', version=2)
     if o.producer_epoch != -1:
         raise FieldNotInVersionError('non-default ProducerEpoch cannot be written', version=2)
-    if o.enable2_pc != False:
+    if bool(o.enable2_pc):
         raise FieldNotInVersionError('non-default Enable2Pc cannot be written', version=2)
-    if o.keep_prepared_txn != False:
+    if bool(o.keep_prepared_txn):
         raise FieldNotInVersionError('non-default KeepPreparedTxn cannot be written', version=2)
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S1.pack(o.transaction_timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -238,23 +238,23 @@ def _decode_InitProducerIdRequest_v3(buf: bytes, pos: int) -> tuple[InitProducer
 
 
 def _encode_InitProducerIdRequest_v3(o: InitProducerIdRequest, out: bytearray) -> None:
-    if o.enable2_pc != False:
+    if bool(o.enable2_pc):
         raise FieldNotInVersionError('non-default Enable2Pc cannot be written', version=3)
-    if o.keep_prepared_txn != False:
+    if bool(o.keep_prepared_txn):
         raise FieldNotInVersionError('non-default KeepPreparedTxn cannot be written', version=3)
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S2.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -306,19 +306,19 @@ def _decode_InitProducerIdRequest_v6(buf: bytes, pos: int) -> tuple[InitProducer
 
 
 def _encode_InitProducerIdRequest_v6(o: InitProducerIdRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S3.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -328,7 +328,6 @@ def _encode_InitProducerIdRequest_v6(o: InitProducerIdRequest, out: bytearray) -
 
 def _decode_InitProducerIdResponse_v0(buf: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
     o = _new(InitProducerIdResponse)
-    blen = len(buf)
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S4.unpack_from(buf, pos)

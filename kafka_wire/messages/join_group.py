@@ -138,22 +138,22 @@ def _decode_JoinGroupRequestProtocol_v0(buf: bytes, pos: int) -> tuple[JoinGroup
 
 
 def _encode_JoinGroupRequestProtocol_v0(o: JoinGroupRequestProtocol, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.metadata
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_metadata = o.metadata
+    if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_metadata = x_metadata
+        out += _S1.pack(len(b_metadata))
+        out += b_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -214,30 +214,30 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: int) -> tuple[JoinGroup
 
 
 def _encode_JoinGroupRequestProtocol_v6(o: JoinGroupRequestProtocol, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.metadata
-    if x is None:
+        out += b_name
+    x_metadata = o.metadata
+    if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
     else:
-        b = x
-        m = len(b) + 1
+        b_metadata = x_metadata
+        m = len(b_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_metadata
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -293,12 +293,12 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_protocols: list[JoinGroupRequestProtocol] = []
+        app_protocols = lst_protocols.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
-            app(x)
-        o.protocols = lst
+            x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
+            app_protocols(x_protocols)
+        o.protocols = lst_protocols
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -306,41 +306,41 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
 def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S1.pack(o.session_timeout_ms)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocols
-    if x is None:
+        out += _S0.pack(len(b_protocol_type))
+        out += b_protocol_type
+    x_protocols = o.protocols
+    if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_JoinGroupRequestProtocol_v0(e, out)
+        out += _S1.pack(len(x_protocols))
+        for e_protocols in x_protocols:
+            _encode_JoinGroupRequestProtocol_v0(e_protocols, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -393,12 +393,12 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_protocols: list[JoinGroupRequestProtocol] = []
+        app_protocols = lst_protocols.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
-            app(x)
-        o.protocols = lst
+            x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
+            app_protocols(x_protocols)
+        o.protocols = lst_protocols
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -406,41 +406,41 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
 def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=1)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S4.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocols
-    if x is None:
+        out += _S0.pack(len(b_protocol_type))
+        out += b_protocol_type
+    x_protocols = o.protocols
+    if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_JoinGroupRequestProtocol_v0(e, out)
+        out += _S1.pack(len(x_protocols))
+        for e_protocols in x_protocols:
+            _encode_JoinGroupRequestProtocol_v0(e_protocols, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -504,61 +504,61 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_protocols: list[JoinGroupRequestProtocol] = []
+        app_protocols = lst_protocols.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
-            app(x)
-        o.protocols = lst
+            x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
+            app_protocols(x_protocols)
+        o.protocols = lst_protocols
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S4.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S0.pack(len(b_group_instance_id))
+        out += b_group_instance_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocols
-    if x is None:
+        out += _S0.pack(len(b_protocol_type))
+        out += b_protocol_type
+    x_protocols = o.protocols
+    if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=5)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_JoinGroupRequestProtocol_v0(e, out)
+        out += _S1.pack(len(x_protocols))
+        for e_protocols in x_protocols:
+            _encode_JoinGroupRequestProtocol_v0(e_protocols, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -644,12 +644,12 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_protocols: list[JoinGroupRequestProtocol] = []
+        app_protocols = lst_protocols.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
-            app(x)
-        o.protocols = lst
+            x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
+            app_protocols(x_protocols)
+        o.protocols = lst_protocols
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -673,70 +673,70 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
 
 
 def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S4.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_instance_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=6)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocols
-    if x is None:
+        out += b_protocol_type
+    x_protocols = o.protocols
+    if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_protocols) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_JoinGroupRequestProtocol_v6(e, out)
+        for e_protocols in x_protocols:
+            _encode_JoinGroupRequestProtocol_v6(e_protocols, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -823,12 +823,12 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_protocols: list[JoinGroupRequestProtocol] = []
+        app_protocols = lst_protocols.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
-            app(x)
-        o.protocols = lst
+            x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
+            app_protocols(x_protocols)
+        o.protocols = lst_protocols
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -868,83 +868,83 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
 
 
 def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S4.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_instance_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=8)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocols
-    if x is None:
+        out += b_protocol_type
+    x_protocols = o.protocols
+    if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_protocols) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_JoinGroupRequestProtocol_v6(e, out)
-    x = o.reason
-    if x is None:
+        for e_protocols in x_protocols:
+            _encode_JoinGroupRequestProtocol_v6(e_protocols, out)
+    x_reason = o.reason
+    if x_reason is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_reason = x_reason.encode()
+        if len(b_reason) > 0x7FFF:
             raise ValueOutOfRangeError('string field Reason is too long', version=8)
-        m = len(b) + 1
+        m = len(b_reason) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_reason
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -982,22 +982,22 @@ def _decode_JoinGroupResponseMember_v0(buf: bytes, pos: int) -> tuple[JoinGroupR
 
 
 def _encode_JoinGroupResponseMember_v0(o: JoinGroupResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.metadata
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_metadata = o.metadata
+    if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_metadata = x_metadata
+        out += _S1.pack(len(b_metadata))
+        out += b_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1044,31 +1044,31 @@ def _decode_JoinGroupResponseMember_v5(buf: bytes, pos: int) -> tuple[JoinGroupR
 
 
 def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.metadata
-    if x is None:
+        out += _S0.pack(len(b_group_instance_id))
+        out += b_group_instance_id
+    x_metadata = o.metadata
+    if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_metadata = x_metadata
+        out += _S1.pack(len(b_metadata))
+        out += b_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1145,43 +1145,43 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: int) -> tuple[JoinGroupR
 
 
 def _encode_JoinGroupResponseMember_v6(o: JoinGroupResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.metadata
-    if x is None:
+        out += b_group_instance_id
+    x_metadata = o.metadata
+    if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
     else:
-        b = x
-        m = len(b) + 1
+        b_metadata = x_metadata
+        m = len(b_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_metadata
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1237,54 +1237,54 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[JoinGroupResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, out: bytearray) -> None:
-    if o.skip_assignment != False:
+    if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=0)
     out += _S6.pack(o.error_code, o.generation_id)
-    x = o.protocol_name
-    if x is None:
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.leader
-    if x is None:
+        out += _S0.pack(len(b_protocol_name))
+        out += b_protocol_name
+    x_leader = o.leader
+    if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_leader = x_leader.encode()
+        if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.member_id
-    if x is None:
+        out += _S0.pack(len(b_leader))
+        out += b_leader
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_JoinGroupResponseMember_v0(e, out)
+        out += _S1.pack(len(x_members))
+        for e_members in x_members:
+            _encode_JoinGroupResponseMember_v0(e_members, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1337,54 +1337,54 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[JoinGroupResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, out: bytearray) -> None:
-    if o.skip_assignment != False:
+    if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=2)
     out += _S8.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    x = o.protocol_name
-    if x is None:
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=2)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.leader
-    if x is None:
+        out += _S0.pack(len(b_protocol_name))
+        out += b_protocol_name
+    x_leader = o.leader
+    if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_leader = x_leader.encode()
+        if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=2)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.member_id
-    if x is None:
+        out += _S0.pack(len(b_leader))
+        out += b_leader
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_JoinGroupResponseMember_v0(e, out)
+        out += _S1.pack(len(x_members))
+        for e_members in x_members:
+            _encode_JoinGroupResponseMember_v0(e_members, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1437,54 +1437,54 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[JoinGroupResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupResponseMember_v5(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_JoinGroupResponseMember_v5(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, out: bytearray) -> None:
-    if o.skip_assignment != False:
+    if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=5)
     out += _S8.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    x = o.protocol_name
-    if x is None:
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.leader
-    if x is None:
+        out += _S0.pack(len(b_protocol_name))
+        out += b_protocol_name
+    x_leader = o.leader
+    if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_leader = x_leader.encode()
+        if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.member_id
-    if x is None:
+        out += _S0.pack(len(b_leader))
+        out += b_leader
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_JoinGroupResponseMember_v5(e, out)
+        out += _S1.pack(len(x_members))
+        for e_members in x_members:
+            _encode_JoinGroupResponseMember_v5(e_members, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1555,12 +1555,12 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[JoinGroupResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1584,59 +1584,59 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
 
 
 def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, out: bytearray) -> None:
-    if o.skip_assignment != False:
+    if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=6)
     out += _S8.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    x = o.protocol_name
-    if x is None:
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=6)
-        m = len(b) + 1
+        m = len(b_protocol_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.leader
-    if x is None:
+        out += b_protocol_name
+    x_leader = o.leader
+    if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_leader = x_leader.encode()
+        if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=6)
-        m = len(b) + 1
+        m = len(b_leader) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_leader
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_member_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_JoinGroupResponseMember_v6(e, out)
+        for e_members in x_members:
+            _encode_JoinGroupResponseMember_v6(e_members, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1724,12 +1724,12 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[JoinGroupResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1753,72 +1753,72 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
 
 
 def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, out: bytearray) -> None:
-    if o.skip_assignment != False:
+    if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=7)
     out += _S8.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    x = o.protocol_type
-    if x is None:
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=7)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_name
-    if x is None:
+        out += b_protocol_type
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=7)
-        m = len(b) + 1
+        m = len(b_protocol_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.leader
-    if x is None:
+        out += b_protocol_name
+    x_leader = o.leader
+    if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_leader = x_leader.encode()
+        if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=7)
-        m = len(b) + 1
+        m = len(b_leader) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_leader
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=7)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_member_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_JoinGroupResponseMember_v6(e, out)
+        for e_members in x_members:
+            _encode_JoinGroupResponseMember_v6(e_members, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1907,12 +1907,12 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[JoinGroupResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1937,70 +1937,70 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
 
 def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, out: bytearray) -> None:
     out += _S8.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    x = o.protocol_type
-    if x is None:
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=9)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_name
-    if x is None:
+        out += b_protocol_type
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=9)
-        m = len(b) + 1
+        m = len(b_protocol_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.leader
-    if x is None:
+        out += b_protocol_name
+    x_leader = o.leader
+    if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_leader = x_leader.encode()
+        if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=9)
-        m = len(b) + 1
+        m = len(b_leader) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_leader
     out += _S9.pack(o.skip_assignment)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=9)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_member_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_JoinGroupResponseMember_v6(e, out)
+        for e_members in x_members:
+            _encode_JoinGroupResponseMember_v6(e_members, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

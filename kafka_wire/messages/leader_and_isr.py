@@ -208,27 +208,27 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[
 def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartitionState, out: bytearray) -> None:
     if o.leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.partition_epoch)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -278,27 +278,27 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: int) -> tuple[
 def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartitionState, out: bytearray) -> None:
     if o.leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=1)
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.partition_epoch)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -339,17 +339,17 @@ def _encode_LeaderAndIsrRequestPartitionState_v2(o: LeaderAndIsrRequestPartition
     if o.leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=2)
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.partition_epoch)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
@@ -406,27 +406,27 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
     if o.leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=3)
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.partition_epoch)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.adding_replicas
-    if x is None:
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+    x_adding_replicas = o.adding_replicas
+    if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=3)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.removing_replicas
-    if x is None:
+        out += _pack(f'>i{len(x_adding_replicas)}i', len(x_adding_replicas), *x_adding_replicas)
+    x_removing_replicas = o.removing_replicas
+    if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=3)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_removing_replicas)}i', len(x_removing_replicas), *x_removing_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -521,47 +521,47 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
     if o.leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=4)
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_isr)}i', *x_isr)
     out += _S4.pack(o.partition_epoch)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.adding_replicas
-    if x is None:
+        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+    x_adding_replicas = o.adding_replicas
+    if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_adding_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.removing_replicas
-    if x is None:
+        out += _pack(f'>{len(x_adding_replicas)}i', *x_adding_replicas)
+    x_removing_replicas = o.removing_replicas
+    if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_removing_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_removing_replicas)}i', *x_removing_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -655,47 +655,47 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
 
 def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartitionState, out: bytearray) -> None:
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_isr)}i', *x_isr)
     out += _S4.pack(o.partition_epoch)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.adding_replicas
-    if x is None:
+        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+    x_adding_replicas = o.adding_replicas
+    if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_adding_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.removing_replicas
-    if x is None:
+        out += _pack(f'>{len(x_adding_replicas)}i', *x_adding_replicas)
+    x_removing_replicas = o.removing_replicas
+    if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_removing_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_removing_replicas)}i', *x_removing_replicas)
     out += _S6.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -726,33 +726,33 @@ def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: int) -> tuple[Lead
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v2(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v2(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partition_states
-    if x is None:
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v2(e, out)
+        out += _S4.pack(len(x_partition_states))
+        for e_partition_states in x_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v2(e_partition_states, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -780,33 +780,33 @@ def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: int) -> tuple[Lead
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v3(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v3(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partition_states
-    if x is None:
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=3)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v3(e, out)
+        out += _S4.pack(len(x_partition_states))
+        for e_partition_states in x_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v3(e_partition_states, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -842,12 +842,12 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -871,30 +871,30 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
 
 
 def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=4)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_states
-    if x is None:
+        out += b_topic_name
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_partition_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v4(e, out)
+        for e_partition_states in x_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v4(e_partition_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -934,12 +934,12 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -963,31 +963,31 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
 
 
 def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=5)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S7.pack(o.topic_id.bytes)
-    x = o.partition_states
-    if x is None:
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_partition_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v4(e, out)
+        for e_partition_states in x_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v4(e_partition_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1027,12 +1027,12 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v6(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v6(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1056,31 +1056,31 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
 
 
 def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=6)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S7.pack(o.topic_id.bytes)
-    x = o.partition_states
-    if x is None:
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partition_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v6(e, out)
+        for e_partition_states in x_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v6(e_partition_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1110,15 +1110,15 @@ def _decode_LeaderAndIsrRequestLiveLeader_v0(buf: bytes, pos: int) -> tuple[Lead
 
 def _encode_LeaderAndIsrRequestLiveLeader_v0(o: LeaderAndIsrRequestLiveLeader, out: bytearray) -> None:
     out += _S4.pack(o.broker_id)
-    x = o.host_name
-    if x is None:
+    x_host_name = o.host_name
+    if x_host_name is None:
         raise ValueOutOfRangeError('non-nullable field HostName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_name = x_host_name.encode()
+        if len(b_host_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_host_name))
+        out += b_host_name
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -1171,19 +1171,19 @@ def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: int) -> tuple[Lead
 
 def _encode_LeaderAndIsrRequestLiveLeader_v4(o: LeaderAndIsrRequestLiveLeader, out: bytearray) -> None:
     out += _S4.pack(o.broker_id)
-    x = o.host_name
-    if x is None:
+    x_host_name = o.host_name
+    if x_host_name is None:
         raise ValueOutOfRangeError('non-nullable field HostName is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host_name = x_host_name.encode()
+        if len(b_host_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostName is too long', version=4)
-        m = len(b) + 1
+        m = len(b_host_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host_name
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1205,12 +1205,12 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v0(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v0(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1218,38 +1218,38 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=0)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v0(e, out)
-    x = o.live_leaders
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v0(e_ungrouped_partition_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
+        out += _S4.pack(len(x_live_leaders))
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1268,12 +1268,12 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestPartitionState_v1(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v1(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1281,38 +1281,38 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestPartitionState_v1(e, out)
-    x = o.live_leaders
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_LeaderAndIsrRequestPartitionState_v1(e_ungrouped_partition_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
+        out += _S4.pack(len(x_live_leaders))
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1330,12 +1330,12 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v2(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v2(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1343,38 +1343,38 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=2)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=2)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=2)
     out += _S11.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v2(e, out)
-    x = o.live_leaders
-    if x is None:
+        out += _S4.pack(len(x_topic_states))
+        for e_topic_states in x_topic_states:
+            _encode_LeaderAndIsrRequestTopicState_v2(e_topic_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
+        out += _S4.pack(len(x_live_leaders))
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1392,12 +1392,12 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v3(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v3(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1405,38 +1405,38 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=3)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=3)
     out += _S11.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=3)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v3(e, out)
-    x = o.live_leaders
-    if x is None:
+        out += _S4.pack(len(x_topic_states))
+        for e_topic_states in x_topic_states:
+            _encode_LeaderAndIsrRequestTopicState_v3(e_topic_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=3)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e, out)
+        out += _S4.pack(len(x_live_leaders))
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1460,12 +1460,12 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v4(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v4(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1477,12 +1477,12 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1506,35 +1506,35 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
 
 
 def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=4)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=4)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=4)
     out += _S11.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v4(e, out)
-    x = o.live_leaders
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_LeaderAndIsrRequestTopicState_v4(e_topic_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_live_leaders) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e, out)
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1559,12 +1559,12 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v5(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v5(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1576,12 +1576,12 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1605,33 +1605,33 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
 
 
 def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=5)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=5)
     out += _S12.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v5(e, out)
-    x = o.live_leaders
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_LeaderAndIsrRequestTopicState_v5(e_topic_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_live_leaders) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e, out)
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1656,12 +1656,12 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1673,12 +1673,12 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1702,33 +1702,33 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
 
 
 def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=6)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=6)
     out += _S12.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v6(e, out)
-    x = o.live_leaders
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_LeaderAndIsrRequestTopicState_v6(e_topic_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_live_leaders) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e, out)
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1752,12 +1752,12 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1769,12 +1769,12 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     else:
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
+        app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app(x)
-        o.live_leaders = lst
+            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
+            app_live_leaders(x_live_leaders)
+        o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1801,28 +1801,28 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, out: bytearray) -> No
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=7)
     out += _S13.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestTopicState_v6(e, out)
-    x = o.live_leaders
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_LeaderAndIsrRequestTopicState_v6(e_topic_states, out)
+    x_live_leaders = o.live_leaders
+    if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_live_leaders) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e, out)
+        for e_live_leaders in x_live_leaders:
+            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1851,15 +1851,15 @@ def _decode_LeaderAndIsrResponsePartitionError_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_LeaderAndIsrResponsePartitionError_v0(o: LeaderAndIsrResponsePartitionError, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S8.pack(o.partition_index, o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -1909,19 +1909,19 @@ def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: int) -> tuple
 
 
 def _encode_LeaderAndIsrResponsePartitionError_v4(o: LeaderAndIsrResponsePartitionError, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=4)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S8.pack(o.partition_index, o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1982,12 +1982,12 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
     else:
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
+        app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrResponsePartitionError_v5(buf, pos)
-            app(x)
-        o.partition_errors = lst
+            x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v5(buf, pos)
+            app_partition_errors(x_partition_errors)
+        o.partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2012,17 +2012,17 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
 
 def _encode_LeaderAndIsrResponseTopicError_v5(o: LeaderAndIsrResponseTopicError, out: bytearray) -> None:
     out += _S7.pack(o.topic_id.bytes)
-    x = o.partition_errors
-    if x is None:
+    x_partition_errors = o.partition_errors
+    if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_partition_errors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrResponsePartitionError_v5(e, out)
+        for e_partition_errors in x_partition_errors:
+            _encode_LeaderAndIsrResponsePartitionError_v5(e_partition_errors, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2040,12 +2040,12 @@ def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
     else:
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
+        app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrResponsePartitionError_v0(buf, pos)
-            app(x)
-        o.partition_errors = lst
+            x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v0(buf, pos)
+            app_partition_errors(x_partition_errors)
+        o.partition_errors = lst_partition_errors
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2054,13 +2054,13 @@ def _encode_LeaderAndIsrResponse_v0(o: LeaderAndIsrResponse, out: bytearray) -> 
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
     out += _S0.pack(o.error_code)
-    x = o.partition_errors
-    if x is None:
+    x_partition_errors = o.partition_errors
+    if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_LeaderAndIsrResponsePartitionError_v0(e, out)
+        out += _S4.pack(len(x_partition_errors))
+        for e_partition_errors in x_partition_errors:
+            _encode_LeaderAndIsrResponsePartitionError_v0(e_partition_errors, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -2082,12 +2082,12 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
     else:
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
+        app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrResponsePartitionError_v4(buf, pos)
-            app(x)
-        o.partition_errors = lst
+            x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v4(buf, pos)
+            app_partition_errors(x_partition_errors)
+        o.partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2114,17 +2114,17 @@ def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, out: bytearray) -> 
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
     out += _S0.pack(o.error_code)
-    x = o.partition_errors
-    if x is None:
+    x_partition_errors = o.partition_errors
+    if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_partition_errors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrResponsePartitionError_v4(e, out)
+        for e_partition_errors in x_partition_errors:
+            _encode_LeaderAndIsrResponsePartitionError_v4(e_partition_errors, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2148,12 +2148,12 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[LeaderAndIsrResponseTopicError] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_LeaderAndIsrResponseTopicError_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_LeaderAndIsrResponseTopicError_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2180,17 +2180,17 @@ def _encode_LeaderAndIsrResponse_v5(o: LeaderAndIsrResponse, out: bytearray) -> 
     if o.partition_errors is None or len(o.partition_errors) != 0:
         raise FieldNotInVersionError('non-default PartitionErrors cannot be written', version=5)
     out += _S0.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderAndIsrResponseTopicError_v5(e, out)
+        for e_topics in x_topics:
+            _encode_LeaderAndIsrResponseTopicError_v5(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -143,12 +143,12 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
     else:
         if n > blen - pos:
             raise _invalid('array Voters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_voters: list[LeaderChangeMessageVoter] = []
+        app_voters = lst_voters.append
         for _ in range(n):
-            x, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
-            app(x)
-        o.voters = lst
+            x_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
+            app_voters(x_voters)
+        o.voters = lst_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -160,12 +160,12 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
     else:
         if n > blen - pos:
             raise _invalid('array GrantingVoters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_granting_voters: list[LeaderChangeMessageVoter] = []
+        app_granting_voters = lst_granting_voters.append
         for _ in range(n):
-            x, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
-            app(x)
-        o.granting_voters = lst
+            x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
+            app_granting_voters(x_granting_voters)
+        o.granting_voters = lst_granting_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -190,28 +190,28 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
 
 def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, out: bytearray) -> None:
     out += _S2.pack(o.version, o.leader_id)
-    x = o.voters
-    if x is None:
+    x_voters = o.voters
+    if x_voters is None:
         raise ValueOutOfRangeError('non-nullable field Voters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderChangeMessageVoter_v0(e, out)
-    x = o.granting_voters
-    if x is None:
+        for e_voters in x_voters:
+            _encode_LeaderChangeMessageVoter_v0(e_voters, out)
+    x_granting_voters = o.granting_voters
+    if x_granting_voters is None:
         raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_granting_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderChangeMessageVoter_v0(e, out)
+        for e_granting_voters in x_granting_voters:
+            _encode_LeaderChangeMessageVoter_v0(e_granting_voters, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -234,12 +234,12 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
     else:
         if n > blen - pos:
             raise _invalid('array Voters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_voters: list[LeaderChangeMessageVoter] = []
+        app_voters = lst_voters.append
         for _ in range(n):
-            x, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
-            app(x)
-        o.voters = lst
+            x_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
+            app_voters(x_voters)
+        o.voters = lst_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -251,12 +251,12 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
     else:
         if n > blen - pos:
             raise _invalid('array GrantingVoters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_granting_voters: list[LeaderChangeMessageVoter] = []
+        app_granting_voters = lst_granting_voters.append
         for _ in range(n):
-            x, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
-            app(x)
-        o.granting_voters = lst
+            x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
+            app_granting_voters(x_granting_voters)
+        o.granting_voters = lst_granting_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -281,28 +281,28 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
 
 def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, out: bytearray) -> None:
     out += _S2.pack(o.version, o.leader_id)
-    x = o.voters
-    if x is None:
+    x_voters = o.voters
+    if x_voters is None:
         raise ValueOutOfRangeError('non-nullable field Voters is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderChangeMessageVoter_v1(e, out)
-    x = o.granting_voters
-    if x is None:
+        for e_voters in x_voters:
+            _encode_LeaderChangeMessageVoter_v1(e_voters, out)
+    x_granting_voters = o.granting_voters
+    if x_granting_voters is None:
         raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_granting_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaderChangeMessageVoter_v1(e, out)
+        for e_granting_voters in x_granting_voters:
+            _encode_LeaderChangeMessageVoter_v1(e_granting_voters, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -115,24 +115,24 @@ def _decode_LeaveGroupRequestMemberIdentity_v3(buf: bytes, pos: int) -> tuple[Le
 
 
 def _encode_LeaveGroupRequestMemberIdentity_v3(o: LeaveGroupRequestMemberIdentity, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_instance_id))
+        out += b_group_instance_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -196,32 +196,32 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: int) -> tuple[Le
 
 
 def _encode_LeaveGroupRequestMemberIdentity_v4(o: LeaveGroupRequestMemberIdentity, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_instance_id
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -302,45 +302,45 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: int) -> tuple[Le
 
 
 def _encode_LeaveGroupRequestMemberIdentity_v5(o: LeaveGroupRequestMemberIdentity, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.reason
-    if x is None:
+        out += b_group_instance_id
+    x_reason = o.reason
+    if x_reason is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_reason = x_reason.encode()
+        if len(b_reason) > 0x7FFF:
             raise ValueOutOfRangeError('string field Reason is too long', version=5)
-        m = len(b) + 1
+        m = len(b_reason) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_reason
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -382,24 +382,24 @@ def _decode_LeaveGroupRequest_v0(buf: bytes, pos: int) -> tuple[LeaveGroupReques
 def _encode_LeaveGroupRequest_v0(o: LeaveGroupRequest, out: bytearray) -> None:
     if o.members is None or len(o.members) != 0:
         raise FieldNotInVersionError('non-default Members cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.member_id
-    if x is None:
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -427,12 +427,12 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: int) -> tuple[LeaveGroupReques
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[LeaveGroupRequestMemberIdentity] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_LeaveGroupRequestMemberIdentity_v3(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v3(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -440,22 +440,22 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: int) -> tuple[LeaveGroupReques
 def _encode_LeaveGroupRequest_v3(o: LeaveGroupRequest, out: bytearray) -> None:
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=3)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.members
-    if x is None:
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_LeaveGroupRequestMemberIdentity_v3(e, out)
+        out += _S1.pack(len(x_members))
+        for e_members in x_members:
+            _encode_LeaveGroupRequestMemberIdentity_v3(e_members, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -491,12 +491,12 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[LeaveGroupRequestMemberIdentity] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_LeaveGroupRequestMemberIdentity_v4(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v4(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -522,30 +522,30 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
 def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, out: bytearray) -> None:
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=4)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_group_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaveGroupRequestMemberIdentity_v4(e, out)
+        for e_members in x_members:
+            _encode_LeaveGroupRequestMemberIdentity_v4(e_members, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -583,12 +583,12 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[LeaveGroupRequestMemberIdentity] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_LeaveGroupRequestMemberIdentity_v5(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v5(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -614,30 +614,30 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
 def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, out: bytearray) -> None:
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=5)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_group_id
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaveGroupRequestMemberIdentity_v5(e, out)
+        for e_members in x_members:
+            _encode_LeaveGroupRequestMemberIdentity_v5(e_members, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -678,24 +678,24 @@ def _decode_LeaveGroupResponseMemberResponse_v3(buf: bytes, pos: int) -> tuple[L
 
 
 def _encode_LeaveGroupResponseMemberResponse_v3(o: LeaveGroupResponseMemberResponse, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_instance_id))
+        out += b_group_instance_id
     out += _S0.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -761,32 +761,32 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: int) -> tuple[L
 
 
 def _encode_LeaveGroupResponseMemberResponse_v4(o: LeaveGroupResponseMemberResponse, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_instance_id
     out += _S0.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -796,7 +796,6 @@ def _encode_LeaveGroupResponseMemberResponse_v4(o: LeaveGroupResponseMemberRespo
 
 def _decode_LeaveGroupResponse_v0(buf: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
     o = _new(LeaveGroupResponse)
-    blen = len(buf)
     o.throttle_time_ms = 0
     o.members = []
     o.error_code, = _S0.unpack_from(buf, pos)
@@ -815,7 +814,6 @@ def _encode_LeaveGroupResponse_v0(o: LeaveGroupResponse, out: bytearray) -> None
 
 def _decode_LeaveGroupResponse_v1(buf: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
     o = _new(LeaveGroupResponse)
-    blen = len(buf)
     o.members = []
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
@@ -841,25 +839,25 @@ def _decode_LeaveGroupResponse_v3(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[LeaveGroupResponseMemberResponse] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_LeaveGroupResponseMemberResponse_v3(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_LeaveGroupResponseMemberResponse_v3(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_LeaveGroupResponse_v3(o: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.members
-    if x is None:
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_LeaveGroupResponseMemberResponse_v3(e, out)
+        out += _S1.pack(len(x_members))
+        for e_members in x_members:
+            _encode_LeaveGroupResponseMemberResponse_v3(e_members, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -880,12 +878,12 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[LeaveGroupResponseMemberResponse] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_LeaveGroupResponseMemberResponse_v4(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_LeaveGroupResponseMemberResponse_v4(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -910,17 +908,17 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
 
 def _encode_LeaveGroupResponse_v4(o: LeaveGroupResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.members
-    if x is None:
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_LeaveGroupResponseMemberResponse_v4(e, out)
+        for e_members in x_members:
+            _encode_LeaveGroupResponseMemberResponse_v4(e_members, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -136,16 +136,16 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListCon
 
 
 def _encode_ListConfigResourcesRequest_v1(o: ListConfigResourcesRequest, out: bytearray) -> None:
-    x = o.resource_types
-    if x is None:
+    x_resource_types = o.resource_types
+    if x_resource_types is None:
         raise ValueOutOfRangeError('non-nullable field ResourceTypes is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_resource_types) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}b', *x)
+        out += _pack(f'>{len(x_resource_types)}b', *x_resource_types)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -195,19 +195,19 @@ def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: int) -
 
 
 def _encode_ListConfigResourcesResponseConfigResource_v0(o: ListConfigResourcesResponseConfigResource, out: bytearray) -> None:
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -258,19 +258,19 @@ def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: int) -
 
 
 def _encode_ListConfigResourcesResponseConfigResource_v1(o: ListConfigResourcesResponseConfigResource, out: bytearray) -> None:
-    x = o.resource_name
-    if x is None:
+    x_resource_name = o.resource_name
+    if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_resource_name = x_resource_name.encode()
+        if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_resource_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_resource_name
     out += _S0.pack(o.resource_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -294,12 +294,12 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
     else:
         if n > blen - pos:
             raise _invalid('array ConfigResources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
+        app_config_resources = lst_config_resources.append
         for _ in range(n):
-            x, pos = _decode_ListConfigResourcesResponseConfigResource_v0(buf, pos)
-            app(x)
-        o.config_resources = lst
+            x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v0(buf, pos)
+            app_config_resources(x_config_resources)
+        o.config_resources = lst_config_resources
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -324,17 +324,17 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
 
 def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    x = o.config_resources
-    if x is None:
+    x_config_resources = o.config_resources
+    if x_config_resources is None:
         raise ValueOutOfRangeError('non-nullable field ConfigResources is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_config_resources) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListConfigResourcesResponseConfigResource_v0(e, out)
+        for e_config_resources in x_config_resources:
+            _encode_ListConfigResourcesResponseConfigResource_v0(e_config_resources, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -357,12 +357,12 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
     else:
         if n > blen - pos:
             raise _invalid('array ConfigResources declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
+        app_config_resources = lst_config_resources.append
         for _ in range(n):
-            x, pos = _decode_ListConfigResourcesResponseConfigResource_v1(buf, pos)
-            app(x)
-        o.config_resources = lst
+            x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v1(buf, pos)
+            app_config_resources(x_config_resources)
+        o.config_resources = lst_config_resources
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -387,17 +387,17 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
 
 def _encode_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    x = o.config_resources
-    if x is None:
+    x_config_resources = o.config_resources
+    if x_config_resources is None:
         raise ValueOutOfRangeError('non-nullable field ConfigResources is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_config_resources) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListConfigResourcesResponseConfigResource_v1(e, out)
+        for e_config_resources in x_config_resources:
+            _encode_ListConfigResourcesResponseConfigResource_v1(e_config_resources, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -71,7 +71,6 @@ class ListGroupsResponse(Message):
 
 def _decode_ListGroupsRequest_v0(buf: bytes, pos: int) -> tuple[ListGroupsRequest, int]:
     o = _new(ListGroupsRequest)
-    blen = len(buf)
     o.states_filter = []
     o.types_filter = []
     o.unknown_tagged_fields = ()
@@ -140,8 +139,8 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsReques
     else:
         if n > blen - pos:
             raise _invalid('array StatesFilter declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_states_filter: list[str] = []
+        app_states_filter = lst_states_filter.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -156,9 +155,9 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsReques
             end = pos + n2
             if end > blen:
                 raise _truncated('StatesFilter')
-            app(buf[pos:end].decode())
+            app_states_filter(buf[pos:end].decode())
             pos = end
-        o.states_filter = lst
+        o.states_filter = lst_states_filter
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -184,25 +183,25 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsReques
 def _encode_ListGroupsRequest_v4(o: ListGroupsRequest, out: bytearray) -> None:
     if o.types_filter is None or len(o.types_filter) != 0:
         raise FieldNotInVersionError('non-default TypesFilter cannot be written', version=4)
-    x = o.states_filter
-    if x is None:
+    x_states_filter = o.states_filter
+    if x_states_filter is None:
         raise ValueOutOfRangeError('non-nullable field StatesFilter is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_states_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_states_filter in x_states_filter:
+            b_states_filter = e_states_filter.encode()
+            if len(b_states_filter) > 0x7FFF:
                 raise ValueOutOfRangeError('string in StatesFilter is too long', version=4)
-            m = len(b) + 1
+            m = len(b_states_filter) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_states_filter
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -223,8 +222,8 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
     else:
         if n > blen - pos:
             raise _invalid('array StatesFilter declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_states_filter: list[str] = []
+        app_states_filter = lst_states_filter.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -239,9 +238,9 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
             end = pos + n2
             if end > blen:
                 raise _truncated('StatesFilter')
-            app(buf[pos:end].decode())
+            app_states_filter(buf[pos:end].decode())
             pos = end
-        o.states_filter = lst
+        o.states_filter = lst_states_filter
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -253,8 +252,8 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
     else:
         if n > blen - pos:
             raise _invalid('array TypesFilter declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_types_filter: list[str] = []
+        app_types_filter = lst_types_filter.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -269,9 +268,9 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
             end = pos + n2
             if end > blen:
                 raise _truncated('TypesFilter')
-            app(buf[pos:end].decode())
+            app_types_filter(buf[pos:end].decode())
             pos = end
-        o.types_filter = lst
+        o.types_filter = lst_types_filter
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -295,44 +294,44 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
 
 
 def _encode_ListGroupsRequest_v5(o: ListGroupsRequest, out: bytearray) -> None:
-    x = o.states_filter
-    if x is None:
+    x_states_filter = o.states_filter
+    if x_states_filter is None:
         raise ValueOutOfRangeError('non-nullable field StatesFilter is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_states_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_states_filter in x_states_filter:
+            b_states_filter = e_states_filter.encode()
+            if len(b_states_filter) > 0x7FFF:
                 raise ValueOutOfRangeError('string in StatesFilter is too long', version=5)
-            m = len(b) + 1
+            m = len(b_states_filter) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.types_filter
-    if x is None:
+            out += b_states_filter
+    x_types_filter = o.types_filter
+    if x_types_filter is None:
         raise ValueOutOfRangeError('non-nullable field TypesFilter is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_types_filter) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_types_filter in x_types_filter:
+            b_types_filter = e_types_filter.encode()
+            if len(b_types_filter) > 0x7FFF:
                 raise ValueOutOfRangeError('string in TypesFilter is too long', version=5)
-            m = len(b) + 1
+            m = len(b_types_filter) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_types_filter
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -373,24 +372,24 @@ def _decode_ListGroupsResponseListedGroup_v0(buf: bytes, pos: int) -> tuple[List
 
 
 def _encode_ListGroupsResponseListedGroup_v0(o: ListGroupsResponseListedGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_protocol_type))
+        out += b_protocol_type
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -455,32 +454,32 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: int) -> tuple[List
 
 
 def _encode_ListGroupsResponseListedGroup_v3(o: ListGroupsResponseListedGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=3)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_protocol_type
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -562,45 +561,45 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: int) -> tuple[List
 
 
 def _encode_ListGroupsResponseListedGroup_v4(o: ListGroupsResponseListedGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=4)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_protocol_type
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_state
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -697,58 +696,58 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: int) -> tuple[List
 
 
 def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_protocol_type
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_type
-    if x is None:
+        out += b_group_state
+    x_group_type = o.group_type
+    if x_group_type is None:
         raise ValueOutOfRangeError('non-nullable field GroupType is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_type = x_group_type.encode()
+        if len(b_group_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupType is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_type
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -766,25 +765,25 @@ def _decode_ListGroupsResponse_v0(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ListGroupsResponseListedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListGroupsResponse_v0(o: ListGroupsResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_ListGroupsResponseListedGroup_v0(e, out)
+        out += _S2.pack(len(x_groups))
+        for e_groups in x_groups:
+            _encode_ListGroupsResponseListedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -799,25 +798,25 @@ def _decode_ListGroupsResponse_v1(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ListGroupsResponseListedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListGroupsResponse_v1(o: ListGroupsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_ListGroupsResponseListedGroup_v0(e, out)
+        out += _S2.pack(len(x_groups))
+        for e_groups in x_groups:
+            _encode_ListGroupsResponseListedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -838,12 +837,12 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ListGroupsResponseListedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ListGroupsResponseListedGroup_v3(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ListGroupsResponseListedGroup_v3(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -868,17 +867,17 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
 
 def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListGroupsResponseListedGroup_v3(e, out)
+        for e_groups in x_groups:
+            _encode_ListGroupsResponseListedGroup_v3(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -901,12 +900,12 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ListGroupsResponseListedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ListGroupsResponseListedGroup_v4(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ListGroupsResponseListedGroup_v4(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -931,17 +930,17 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
 
 def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListGroupsResponseListedGroup_v4(e, out)
+        for e_groups in x_groups:
+            _encode_ListGroupsResponseListedGroup_v4(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -964,12 +963,12 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ListGroupsResponseListedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ListGroupsResponseListedGroup_v5(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ListGroupsResponseListedGroup_v5(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -994,17 +993,17 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
 
 def _encode_ListGroupsResponse_v5(o: ListGroupsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms, o.error_code)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListGroupsResponseListedGroup_v5(e, out)
+        for e_groups in x_groups:
+            _encode_ListGroupsResponseListedGroup_v5(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -128,7 +128,6 @@ class ListOffsetsResponse(Message):
 
 def _decode_ListOffsetsRequestPartition_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRequestPartition, int]:
     o = _new(ListOffsetsRequestPartition)
-    blen = len(buf)
     o.current_leader_epoch = -1
     o.partition_index, o.timestamp, o.max_num_offsets = _S0.unpack_from(buf, pos)
     pos += 16
@@ -144,7 +143,6 @@ def _encode_ListOffsetsRequestPartition_v0(o: ListOffsetsRequestPartition, out: 
 
 def _decode_ListOffsetsRequestPartition_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequestPartition, int]:
     o = _new(ListOffsetsRequestPartition)
-    blen = len(buf)
     o.current_leader_epoch = -1
     o.max_num_offsets = 1
     o.partition_index, o.timestamp = _S1.unpack_from(buf, pos)
@@ -163,7 +161,6 @@ def _encode_ListOffsetsRequestPartition_v1(o: ListOffsetsRequestPartition, out: 
 
 def _decode_ListOffsetsRequestPartition_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequestPartition, int]:
     o = _new(ListOffsetsRequestPartition)
-    blen = len(buf)
     o.max_num_offsets = 1
     o.partition_index, o.current_leader_epoch, o.timestamp = _S2.unpack_from(buf, pos)
     pos += 16
@@ -239,33 +236,33 @@ def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[ListOffset
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestPartition_v0(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -292,33 +289,33 @@ def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: int) -> tuple[ListOffset
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestPartition_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsRequestPartition_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestPartition_v1(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsRequestPartition_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -345,33 +342,33 @@ def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: int) -> tuple[ListOffset
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestPartition_v4(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsRequestPartition_v4(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestPartition_v4(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsRequestPartition_v4(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -406,12 +403,12 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestPartition_v6(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsRequestPartition_v6(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -435,30 +432,30 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
 
 
 def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListOffsetsRequestPartition_v6(e, out)
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsRequestPartition_v6(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -477,12 +474,12 @@ def _decode_ListOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -491,13 +488,13 @@ def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, out: bytearray) -> None
     if o.isolation_level != 0:
         raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=0)
     out += _S4.pack(o.replica_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestTopic_v0(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -514,12 +511,12 @@ def _decode_ListOffsetsRequest_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -528,13 +525,13 @@ def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, out: bytearray) -> None
     if o.isolation_level != 0:
         raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=1)
     out += _S4.pack(o.replica_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestTopic_v1(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsRequestTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -550,25 +547,25 @@ def _decode_ListOffsetsRequest_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, out: bytearray) -> None:
     out += _S7.pack(o.replica_id, o.isolation_level)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestTopic_v1(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsRequestTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -584,25 +581,25 @@ def _decode_ListOffsetsRequest_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v4(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsRequestTopic_v4(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, out: bytearray) -> None:
     out += _S7.pack(o.replica_id, o.isolation_level)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsRequestTopic_v4(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsRequestTopic_v4(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -624,12 +621,12 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -654,17 +651,17 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
 
 def _encode_ListOffsetsRequest_v6(o: ListOffsetsRequest, out: bytearray) -> None:
     out += _S7.pack(o.replica_id, o.isolation_level)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListOffsetsRequestTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_ListOffsetsRequestTopic_v6(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -687,12 +684,12 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsReq
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.timeout_ms, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -719,17 +716,17 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsReq
 
 def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, out: bytearray) -> None:
     out += _S7.pack(o.replica_id, o.isolation_level)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListOffsetsRequestTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_ListOffsetsRequestTopic_v6(e_topics, out)
     out += _S4.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -764,18 +761,17 @@ def _encode_ListOffsetsResponsePartitionResponse_v0(o: ListOffsetsResponsePartit
     if o.leader_epoch != -1:
         raise FieldNotInVersionError('non-default LeaderEpoch cannot be written', version=0)
     out += _S9.pack(o.partition_index, o.error_code)
-    x = o.old_style_offsets
-    if x is None:
+    x_old_style_offsets = o.old_style_offsets
+    if x_old_style_offsets is None:
         raise ValueOutOfRangeError('non-nullable field OldStyleOffsets is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}q', len(x), *x)
+        out += _pack(f'>i{len(x_old_style_offsets)}q', len(x_old_style_offsets), *x_old_style_offsets)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsResponsePartitionResponse, int]:
     o = _new(ListOffsetsResponsePartitionResponse)
-    blen = len(buf)
     o.leader_epoch = -1
     o.old_style_offsets = []
     o.partition_index, o.error_code, o.timestamp, o.offset = _S10.unpack_from(buf, pos)
@@ -796,7 +792,6 @@ def _encode_ListOffsetsResponsePartitionResponse_v1(o: ListOffsetsResponsePartit
 
 def _decode_ListOffsetsResponsePartitionResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsResponsePartitionResponse, int]:
     o = _new(ListOffsetsResponsePartitionResponse)
-    blen = len(buf)
     o.old_style_offsets = []
     o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S11.unpack_from(buf, pos)
     pos += 26
@@ -872,33 +867,33 @@ def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: int) -> tuple[L
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponsePartitionResponse_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponsePartitionResponse_v0(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsResponsePartitionResponse_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -925,33 +920,33 @@ def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: int) -> tuple[L
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponsePartitionResponse_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponsePartitionResponse_v1(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsResponsePartitionResponse_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -978,33 +973,33 @@ def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: int) -> tuple[L
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponsePartitionResponse_v4(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v4(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        out += _S3.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S3.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponsePartitionResponse_v4(e, out)
+        out += _S4.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsResponsePartitionResponse_v4(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -1039,12 +1034,12 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponsePartitionResponse_v6(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v6(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1068,30 +1063,30 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
 
 
 def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListOffsetsResponsePartitionResponse_v6(e, out)
+        for e_partitions in x_partitions:
+            _encode_ListOffsetsResponsePartitionResponse_v6(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1109,24 +1104,24 @@ def _decode_ListOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsResponseTopicResponse] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponseTopicResponse_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponseTopicResponse_v0(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsResponseTopicResponse_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1142,24 +1137,24 @@ def _decode_ListOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsResponseTopicResponse] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponseTopicResponse_v1(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsResponseTopicResponse_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1174,25 +1169,25 @@ def _decode_ListOffsetsResponse_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsResponseTopicResponse] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponseTopicResponse_v1(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsResponseTopicResponse_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1207,25 +1202,25 @@ def _decode_ListOffsetsResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsResponseTopicResponse] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponseTopicResponse_v4(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v4(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_ListOffsetsResponseTopicResponse_v4(e, out)
+        out += _S4.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_ListOffsetsResponseTopicResponse_v4(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -1246,12 +1241,12 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListOffsetsResponseTopicResponse] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListOffsetsResponseTopicResponse_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1276,17 +1271,17 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRes
 
 def _encode_ListOffsetsResponse_v6(o: ListOffsetsResponse, out: bytearray) -> None:
     out += _S4.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListOffsetsResponseTopicResponse_v6(e, out)
+        for e_topics in x_topics:
+            _encode_ListOffsetsResponseTopicResponse_v6(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -149,29 +149,29 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> 
 
 
 def _encode_ListPartitionReassignmentsRequestTopics_v0(o: ListPartitionReassignmentsRequestTopics, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -194,12 +194,12 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListPartitionReassignmentsRequestTopics] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListPartitionReassignmentsRequestTopics_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListPartitionReassignmentsRequestTopics_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -224,17 +224,17 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
 
 def _encode_ListPartitionReassignmentsRequest_v0(o: ListPartitionReassignmentsRequest, out: bytearray) -> None:
     out += _S0.pack(o.timeout_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListPartitionReassignmentsRequestTopics_v0(e, out)
+        for e_topics in x_topics:
+            _encode_ListPartitionReassignmentsRequestTopics_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -309,36 +309,36 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
 
 def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o: ListPartitionReassignmentsResponseOngoingPartitionReassignment, out: bytearray) -> None:
     out += _S0.pack(o.partition_index)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.adding_replicas
-    if x is None:
+        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+    x_adding_replicas = o.adding_replicas
+    if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_adding_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.removing_replicas
-    if x is None:
+        out += _pack(f'>{len(x_adding_replicas)}i', *x_adding_replicas)
+    x_removing_replicas = o.removing_replicas
+    if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_removing_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_removing_replicas)}i', *x_removing_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -375,12 +375,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ListPartitionReassignmentsResponseOngoingPartitionReassignment] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -404,30 +404,30 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
 
 
 def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: ListPartitionReassignmentsResponseOngoingTopicReassignment, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -466,12 +466,12 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ListPartitionReassignmentsResponseOngoingTopicReassignment] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -496,30 +496,30 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple
 
 def _encode_ListPartitionReassignmentsResponse_v0(o: ListPartitionReassignmentsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_error_message
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(e, out)
+        for e_topics in x_topics:
+            _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

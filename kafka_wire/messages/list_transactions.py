@@ -88,8 +88,8 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n > blen - pos:
             raise _invalid('array StateFilters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_filters: list[str] = []
+        app_state_filters = lst_state_filters.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -104,9 +104,9 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
             end = pos + n2
             if end > blen:
                 raise _truncated('StateFilters')
-            app(buf[pos:end].decode())
+            app_state_filters(buf[pos:end].decode())
             pos = end
-        o.state_filters = lst
+        o.state_filters = lst_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -147,35 +147,35 @@ def _encode_ListTransactionsRequest_v0(o: ListTransactionsRequest, out: bytearra
         raise FieldNotInVersionError('non-default DurationFilter cannot be written', version=0)
     if o.transactional_id_pattern is not None:
         raise FieldNotInVersionError('non-default TransactionalIdPattern cannot be written', version=0)
-    x = o.state_filters
-    if x is None:
+    x_state_filters = o.state_filters
+    if x_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field StateFilters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_state_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_state_filters in x_state_filters:
+            b_state_filters = e_state_filters.encode()
+            if len(b_state_filters) > 0x7FFF:
                 raise ValueOutOfRangeError('string in StateFilters is too long', version=0)
-            m = len(b) + 1
+            m = len(b_state_filters) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.producer_id_filters
-    if x is None:
+            out += b_state_filters
+    x_producer_id_filters = o.producer_id_filters
+    if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_producer_id_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}q', *x)
+        out += _pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -197,8 +197,8 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n > blen - pos:
             raise _invalid('array StateFilters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_filters: list[str] = []
+        app_state_filters = lst_state_filters.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -213,9 +213,9 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
             end = pos + n2
             if end > blen:
                 raise _truncated('StateFilters')
-            app(buf[pos:end].decode())
+            app_state_filters(buf[pos:end].decode())
             pos = end
-        o.state_filters = lst
+        o.state_filters = lst_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -256,35 +256,35 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
 def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, out: bytearray) -> None:
     if o.transactional_id_pattern is not None:
         raise FieldNotInVersionError('non-default TransactionalIdPattern cannot be written', version=1)
-    x = o.state_filters
-    if x is None:
+    x_state_filters = o.state_filters
+    if x_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field StateFilters is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_state_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_state_filters in x_state_filters:
+            b_state_filters = e_state_filters.encode()
+            if len(b_state_filters) > 0x7FFF:
                 raise ValueOutOfRangeError('string in StateFilters is too long', version=1)
-            m = len(b) + 1
+            m = len(b_state_filters) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.producer_id_filters
-    if x is None:
+            out += b_state_filters
+    x_producer_id_filters = o.producer_id_filters
+    if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_producer_id_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}q', *x)
+        out += _pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters)
     out += _S0.pack(o.duration_filter)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -306,8 +306,8 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n > blen - pos:
             raise _invalid('array StateFilters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_filters: list[str] = []
+        app_state_filters = lst_state_filters.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -322,9 +322,9 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
             end = pos + n2
             if end > blen:
                 raise _truncated('StateFilters')
-            app(buf[pos:end].decode())
+            app_state_filters(buf[pos:end].decode())
             pos = end
-        o.state_filters = lst
+        o.state_filters = lst_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -379,49 +379,49 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
 
 
 def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, out: bytearray) -> None:
-    x = o.state_filters
-    if x is None:
+    x_state_filters = o.state_filters
+    if x_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field StateFilters is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_state_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_state_filters in x_state_filters:
+            b_state_filters = e_state_filters.encode()
+            if len(b_state_filters) > 0x7FFF:
                 raise ValueOutOfRangeError('string in StateFilters is too long', version=2)
-            m = len(b) + 1
+            m = len(b_state_filters) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.producer_id_filters
-    if x is None:
+            out += b_state_filters
+    x_producer_id_filters = o.producer_id_filters
+    if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_producer_id_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}q', *x)
+        out += _pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters)
     out += _S0.pack(o.duration_filter)
-    x = o.transactional_id_pattern
-    if x is None:
+    x_transactional_id_pattern = o.transactional_id_pattern
+    if x_transactional_id_pattern is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id_pattern = x_transactional_id_pattern.encode()
+        if len(b_transactional_id_pattern) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalIdPattern is too long', version=2)
-        m = len(b) + 1
+        m = len(b_transactional_id_pattern) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id_pattern
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -488,33 +488,33 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: int) ->
 
 
 def _encode_ListTransactionsResponseTransactionState_v0(o: ListTransactionsResponseTransactionState, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S0.pack(o.producer_id)
-    x = o.transaction_state
-    if x is None:
+    x_transaction_state = o.transaction_state
+    if x_transaction_state is None:
         raise ValueOutOfRangeError('non-nullable field TransactionState is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transaction_state = x_transaction_state.encode()
+        if len(b_transaction_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionState is too long', version=0)
-        m = len(b) + 1
+        m = len(b_transaction_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transaction_state
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -537,8 +537,8 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
     else:
         if n > blen - pos:
             raise _invalid('array UnknownStateFilters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_unknown_state_filters: list[str] = []
+        app_unknown_state_filters = lst_unknown_state_filters.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -553,9 +553,9 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
             end = pos + n2
             if end > blen:
                 raise _truncated('UnknownStateFilters')
-            app(buf[pos:end].decode())
+            app_unknown_state_filters(buf[pos:end].decode())
             pos = end
-        o.unknown_state_filters = lst
+        o.unknown_state_filters = lst_unknown_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -567,12 +567,12 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
     else:
         if n > blen - pos:
             raise _invalid('array TransactionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_transaction_states: list[ListTransactionsResponseTransactionState] = []
+        app_transaction_states = lst_transaction_states.append
         for _ in range(n):
-            x, pos = _decode_ListTransactionsResponseTransactionState_v0(buf, pos)
-            app(x)
-        o.transaction_states = lst
+            x_transaction_states, pos = _decode_ListTransactionsResponseTransactionState_v0(buf, pos)
+            app_transaction_states(x_transaction_states)
+        o.transaction_states = lst_transaction_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -597,36 +597,36 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
 
 def _encode_ListTransactionsResponse_v0(o: ListTransactionsResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
-    x = o.unknown_state_filters
-    if x is None:
+    x_unknown_state_filters = o.unknown_state_filters
+    if x_unknown_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field UnknownStateFilters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_unknown_state_filters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_unknown_state_filters in x_unknown_state_filters:
+            b_unknown_state_filters = e_unknown_state_filters.encode()
+            if len(b_unknown_state_filters) > 0x7FFF:
                 raise ValueOutOfRangeError('string in UnknownStateFilters is too long', version=0)
-            m = len(b) + 1
+            m = len(b_unknown_state_filters) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.transaction_states
-    if x is None:
+            out += b_unknown_state_filters
+    x_transaction_states = o.transaction_states
+    if x_transaction_states is None:
         raise ValueOutOfRangeError('non-nullable field TransactionStates is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_transaction_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ListTransactionsResponseTransactionState_v0(e, out)
+        for e_transaction_states in x_transaction_states:
+            _encode_ListTransactionsResponseTransactionState_v0(e_transaction_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -168,15 +168,15 @@ def _decode_MetadataRequestTopic_v0(buf: bytes, pos: int) -> tuple[MetadataReque
 
 
 def _encode_MetadataRequestTopic_v0(o: MetadataRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_name))
+        out += b_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -224,19 +224,19 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: int) -> tuple[MetadataReque
 
 
 def _encode_MetadataRequestTopic_v9(o: MetadataRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=9)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -289,19 +289,19 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRequ
 
 def _encode_MetadataRequestTopic_v10(o: MetadataRequestTopic, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=10)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -321,30 +321,30 @@ def _decode_MetadataRequest_v0(buf: bytes, pos: int) -> tuple[MetadataRequest, i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_MetadataRequest_v0(o: MetadataRequest, out: bytearray) -> None:
-    if o.allow_auto_topic_creation != True:
+    if not o.allow_auto_topic_creation:
         raise FieldNotInVersionError('non-default AllowAutoTopicCreation cannot be written', version=0)
-    if o.include_cluster_authorized_operations != False:
+    if bool(o.include_cluster_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=0)
-    if o.include_topic_authorized_operations != False:
+    if bool(o.include_topic_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeTopicAuthorizedOperations cannot be written', version=0)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataRequestTopic_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -362,30 +362,30 @@ def _decode_MetadataRequest_v1(buf: bytes, pos: int) -> tuple[MetadataRequest, i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_MetadataRequest_v1(o: MetadataRequest, out: bytearray) -> None:
-    if o.allow_auto_topic_creation != True:
+    if not o.allow_auto_topic_creation:
         raise FieldNotInVersionError('non-default AllowAutoTopicCreation cannot be written', version=1)
-    if o.include_cluster_authorized_operations != False:
+    if bool(o.include_cluster_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=1)
-    if o.include_topic_authorized_operations != False:
+    if bool(o.include_topic_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeTopicAuthorizedOperations cannot be written', version=1)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataRequestTopic_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -402,12 +402,12 @@ def _decode_MetadataRequest_v4(buf: bytes, pos: int) -> tuple[MetadataRequest, i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.allow_auto_topic_creation, = _S3.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
@@ -415,17 +415,17 @@ def _decode_MetadataRequest_v4(buf: bytes, pos: int) -> tuple[MetadataRequest, i
 
 
 def _encode_MetadataRequest_v4(o: MetadataRequest, out: bytearray) -> None:
-    if o.include_cluster_authorized_operations != False:
+    if bool(o.include_cluster_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=4)
-    if o.include_topic_authorized_operations != False:
+    if bool(o.include_topic_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeTopicAuthorizedOperations cannot be written', version=4)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataRequestTopic_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v0(e_topics, out)
     out += _S3.pack(o.allow_auto_topic_creation)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
@@ -441,12 +441,12 @@ def _decode_MetadataRequest_v8(buf: bytes, pos: int) -> tuple[MetadataRequest, i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 3
     o.unknown_tagged_fields = ()
@@ -454,13 +454,13 @@ def _decode_MetadataRequest_v8(buf: bytes, pos: int) -> tuple[MetadataRequest, i
 
 
 def _encode_MetadataRequest_v8(o: MetadataRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataRequestTopic_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v0(e_topics, out)
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
@@ -480,12 +480,12 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v9(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v9(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 3
     n = buf[pos]
@@ -511,17 +511,17 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
 
 
 def _encode_MetadataRequest_v9(o: MetadataRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataRequestTopic_v9(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v9(e_topics, out)
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -543,12 +543,12 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 3
     n = buf[pos]
@@ -574,17 +574,17 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
 
 
 def _encode_MetadataRequest_v10(o: MetadataRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataRequestTopic_v10(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v10(e_topics, out)
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -607,12 +607,12 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataRequestTopic_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S5.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -638,19 +638,19 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
 
 
 def _encode_MetadataRequest_v11(o: MetadataRequest, out: bytearray) -> None:
-    if o.include_cluster_authorized_operations != False:
+    if bool(o.include_cluster_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=11)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataRequestTopic_v10(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataRequestTopic_v10(e_topics, out)
     out += _S5.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -682,15 +682,15 @@ def _decode_MetadataResponseBroker_v0(buf: bytes, pos: int) -> tuple[MetadataRes
 
 def _encode_MetadataResponseBroker_v0(o: MetadataResponseBroker, out: bytearray) -> None:
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -729,25 +729,25 @@ def _decode_MetadataResponseBroker_v1(buf: bytes, pos: int) -> tuple[MetadataRes
 
 def _encode_MetadataResponseBroker_v1(o: MetadataResponseBroker, out: bytearray) -> None:
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_host))
+        out += b_host
     out += _S2.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_rack))
+        out += b_rack
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -815,33 +815,33 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: int) -> tuple[MetadataRes
 
 def _encode_MetadataResponseBroker_v9(o: MetadataResponseBroker, out: bytearray) -> None:
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=9)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=9)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -877,16 +877,16 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[Metadata
 
 def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, out: bytearray) -> None:
     out += _S8.pack(o.error_code, o.partition_index, o.leader_id)
-    x = o.replica_nodes
-    if x is None:
+    x_replica_nodes = o.replica_nodes
+    if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.isr_nodes
-    if x is None:
+        out += _pack(f'>i{len(x_replica_nodes)}i', len(x_replica_nodes), *x_replica_nodes)
+    x_isr_nodes = o.isr_nodes
+    if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr_nodes)}i', len(x_isr_nodes), *x_isr_nodes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -928,21 +928,21 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
 
 def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, out: bytearray) -> None:
     out += _S8.pack(o.error_code, o.partition_index, o.leader_id)
-    x = o.replica_nodes
-    if x is None:
+    x_replica_nodes = o.replica_nodes
+    if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=5)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.isr_nodes
-    if x is None:
+        out += _pack(f'>i{len(x_replica_nodes)}i', len(x_replica_nodes), *x_replica_nodes)
+    x_isr_nodes = o.isr_nodes
+    if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=5)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>i{len(x_isr_nodes)}i', len(x_isr_nodes), *x_isr_nodes)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -983,21 +983,21 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
 
 def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, out: bytearray) -> None:
     out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    x = o.replica_nodes
-    if x is None:
+    x_replica_nodes = o.replica_nodes
+    if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=7)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.isr_nodes
-    if x is None:
+        out += _pack(f'>i{len(x_replica_nodes)}i', len(x_replica_nodes), *x_replica_nodes)
+    x_isr_nodes = o.isr_nodes
+    if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=7)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>i{len(x_isr_nodes)}i', len(x_isr_nodes), *x_isr_nodes)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1070,36 +1070,36 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
 
 def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, out: bytearray) -> None:
     out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    x = o.replica_nodes
-    if x is None:
+    x_replica_nodes = o.replica_nodes
+    if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_replica_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.isr_nodes
-    if x is None:
+        out += _pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes)
+    x_isr_nodes = o.isr_nodes
+    if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_isr_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_offline_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1131,12 +1131,12 @@ def _decode_MetadataResponseTopic_v0(buf: bytes, pos: int) -> tuple[MetadataResp
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1145,22 +1145,22 @@ def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, out: bytearray) -
     if o.topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=0)
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponsePartition_v0(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1189,12 +1189,12 @@ def _decode_MetadataResponseTopic_v1(buf: bytes, pos: int) -> tuple[MetadataResp
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1203,23 +1203,23 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, out: bytearray) -
     if o.topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=1)
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_name))
+        out += b_name
     out += _S3.pack(o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponsePartition_v0(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1248,12 +1248,12 @@ def _decode_MetadataResponseTopic_v5(buf: bytes, pos: int) -> tuple[MetadataResp
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v5(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v5(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1262,23 +1262,23 @@ def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, out: bytearray) -
     if o.topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=5)
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_name))
+        out += b_name
     out += _S3.pack(o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponsePartition_v5(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v5(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1307,12 +1307,12 @@ def _decode_MetadataResponseTopic_v7(buf: bytes, pos: int) -> tuple[MetadataResp
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v7(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1321,23 +1321,23 @@ def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, out: bytearray) -
     if o.topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=7)
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=7)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_name))
+        out += b_name
     out += _S3.pack(o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponsePartition_v7(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v7(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1365,12 +1365,12 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: int) -> tuple[MetadataResp
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v7(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1379,23 +1379,23 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: int) -> tuple[MetadataResp
 
 def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=8)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_name))
+        out += b_name
     out += _S3.pack(o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponsePartition_v7(e, out)
+        out += _S2.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v7(e_partitions, out)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
@@ -1436,12 +1436,12 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v9(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1468,31 +1468,31 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
 
 def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=9)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S3.pack(o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponsePartition_v9(e, out)
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v9(e_partitions, out)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1535,12 +1535,12 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v9(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1567,31 +1567,31 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
 
 def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=10)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S12.pack(o.topic_id.bytes, o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponsePartition_v9(e, out)
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v9(e_partitions, out)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1634,12 +1634,12 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[MetadataResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponsePartition_v9(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1666,31 +1666,31 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
 
 def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=12)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S12.pack(o.topic_id.bytes, o.is_internal)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponsePartition_v9(e, out)
+        for e_partitions in x_partitions:
+            _encode_MetadataResponsePartition_v9(e_partitions, out)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1713,12 +1713,12 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v0(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v0(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1726,12 +1726,12 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1739,20 +1739,20 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse,
 def _encode_MetadataResponse_v0(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=0)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v0(e, out)
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v0(e_brokers, out)
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v0(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1771,12 +1771,12 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     o.controller_id, n = _S13.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1784,12 +1784,12 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1797,21 +1797,21 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse,
 def _encode_MetadataResponse_v1(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=1)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=1)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v1(e, out)
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v1(e_brokers, out)
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v1(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1829,12 +1829,12 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -1854,12 +1854,12 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1867,30 +1867,30 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse,
 def _encode_MetadataResponse_v2(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=2)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=2)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v1(e, out)
-    x = o.cluster_id
-    if x is None:
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v1(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_cluster_id))
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v1(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1907,12 +1907,12 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -1932,12 +1932,12 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1946,30 +1946,30 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=3)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=3)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v1(e, out)
-    x = o.cluster_id
-    if x is None:
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v1(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_cluster_id))
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v1(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1986,12 +1986,12 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -2011,12 +2011,12 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2025,30 +2025,30 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=5)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=5)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v1(e, out)
-    x = o.cluster_id
-    if x is None:
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v1(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_cluster_id))
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v5(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v5(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -2065,12 +2065,12 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -2090,12 +2090,12 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v7(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v7(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2104,30 +2104,30 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=7)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=7)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v1(e, out)
-    x = o.cluster_id
-    if x is None:
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v1(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=7)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_cluster_id))
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v7(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v7(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -2143,12 +2143,12 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -2168,12 +2168,12 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v8(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v8(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -2182,30 +2182,30 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse,
 
 def _encode_MetadataResponse_v8(o: MetadataResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=8)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseBroker_v1(e, out)
-    x = o.cluster_id
-    if x is None:
+        out += _S2.pack(len(x_brokers))
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v1(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=8)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_cluster_id))
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_MetadataResponseTopic_v8(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v8(e_topics, out)
     out += _S2.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
@@ -2228,12 +2228,12 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2263,12 +2263,12 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v9(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v9(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2295,42 +2295,42 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
 
 def _encode_MetadataResponse_v9(o: MetadataResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseBroker_v9(e, out)
-    x = o.cluster_id
-    if x is None:
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v9(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=9)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseTopic_v9(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v9(e_topics, out)
     out += _S2.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -2355,12 +2355,12 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2390,12 +2390,12 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.cluster_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2422,42 +2422,42 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
 
 def _encode_MetadataResponse_v10(o: MetadataResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseBroker_v9(e, out)
-    x = o.cluster_id
-    if x is None:
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v9(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseTopic_v10(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v10(e_topics, out)
     out += _S2.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -2483,12 +2483,12 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2518,12 +2518,12 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2550,42 +2550,42 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=11)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=11)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseBroker_v9(e, out)
-    x = o.cluster_id
-    if x is None:
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v9(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=11)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseTopic_v10(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v10(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2610,12 +2610,12 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2645,12 +2645,12 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v12(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2677,42 +2677,42 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=12)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseBroker_v9(e, out)
-    x = o.cluster_id
-    if x is None:
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v9(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=12)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseTopic_v12(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v12(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2736,12 +2736,12 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_brokers: list[MetadataResponseBroker] = []
+        app_brokers = lst_brokers.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app(x)
-        o.brokers = lst
+            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
+            app_brokers(x_brokers)
+        o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2771,12 +2771,12 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[MetadataResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_MetadataResponseTopic_v12(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -2805,42 +2805,42 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, out: bytearray) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=13)
     out += _S2.pack(o.throttle_time_ms)
-    x = o.brokers
-    if x is None:
+    x_brokers = o.brokers
+    if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseBroker_v9(e, out)
-    x = o.cluster_id
-    if x is None:
+        for e_brokers in x_brokers:
+            _encode_MetadataResponseBroker_v9(e_brokers, out)
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=13)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S2.pack(o.controller_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_MetadataResponseTopic_v12(e, out)
+        for e_topics in x_topics:
+            _encode_MetadataResponseTopic_v12(e_topics, out)
     out += _S0.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

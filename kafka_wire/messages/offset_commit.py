@@ -153,15 +153,15 @@ def _encode_OffsetCommitRequestPartition_v0(o: OffsetCommitRequestPartition, out
     if o.commit_timestamp != -1:
         raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=0)
     out += _S1.pack(o.partition_index, o.committed_offset)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_committed_metadata))
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -188,15 +188,15 @@ def _decode_OffsetCommitRequestPartition_v1(buf: bytes, pos: int) -> tuple[Offse
 
 def _encode_OffsetCommitRequestPartition_v1(o: OffsetCommitRequestPartition, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_committed_metadata))
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -225,15 +225,15 @@ def _encode_OffsetCommitRequestPartition_v6(o: OffsetCommitRequestPartition, out
     if o.commit_timestamp != -1:
         raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=6)
     out += _S6.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=6)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_committed_metadata))
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 6')
 
@@ -286,19 +286,19 @@ def _encode_OffsetCommitRequestPartition_v8(o: OffsetCommitRequestPartition, out
     if o.commit_timestamp != -1:
         raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=8)
     out += _S6.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=8)
-        m = len(b) + 1
+        m = len(b_committed_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -328,33 +328,33 @@ def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCom
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestPartition_v0(e, out)
+        out += _S7.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -382,33 +382,33 @@ def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: int) -> tuple[OffsetCom
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestPartition_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitRequestPartition_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestPartition_v1(e, out)
+        out += _S7.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitRequestPartition_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -436,33 +436,33 @@ def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetCom
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestPartition_v6(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitRequestPartition_v6(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestPartition_v6(e, out)
+        out += _S7.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitRequestPartition_v6(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 6')
 
@@ -498,12 +498,12 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCom
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -527,30 +527,30 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCom
 
 
 def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=8)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitRequestPartition_v8(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitRequestPartition_v8(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -575,12 +575,12 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -605,17 +605,17 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCo
 
 def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, out: bytearray) -> None:
     out += _S8.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitRequestPartition_v8(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitRequestPartition_v8(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -648,12 +648,12 @@ def _decode_OffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -661,22 +661,22 @@ def _decode_OffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[OffsetCommitRe
 def _encode_OffsetCommitRequest_v0(o: OffsetCommitRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v0(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -717,12 +717,12 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -730,32 +730,32 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRe
 def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=1)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_member_id))
+        out += b_member_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v1(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -795,12 +795,12 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -808,33 +808,33 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[OffsetCommitRe
 def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=2)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_member_id))
+        out += b_member_id
     out += _S11.pack(o.retention_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v0(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -875,12 +875,12 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -888,32 +888,32 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: int) -> tuple[OffsetCommitRe
 def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=5)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_member_id))
+        out += b_member_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v0(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -954,12 +954,12 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -967,32 +967,32 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRe
 def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=6)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=6)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_member_id))
+        out += b_member_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v6(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v6(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 6')
 
@@ -1044,52 +1044,52 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=7)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=7)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S2.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=7)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_group_instance_id))
+        out += b_group_instance_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v6(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v6(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1159,12 +1159,12 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v8(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v8(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1188,57 +1188,57 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRe
 
 
 def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_instance_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v8(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v8(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1310,12 +1310,12 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: int) -> tuple[OffsetCommitR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitRequestTopic_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitRequestTopic_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1339,57 +1339,57 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: int) -> tuple[OffsetCommitR
 
 
 def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S7.pack(o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_instance_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitRequestTopic_v10(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetCommitRequestTopic_v10(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1398,7 +1398,6 @@ def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, out: bytearray) -> N
 
 def _decode_OffsetCommitResponsePartition_v0(buf: bytes, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
     o = _new(OffsetCommitResponsePartition)
-    blen = len(buf)
     o.partition_index, o.error_code = _S9.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -1469,33 +1468,33 @@ def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitResponseTopic_v0(o: OffsetCommitResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitResponsePartition_v0(e, out)
+        out += _S7.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1531,12 +1530,12 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1560,30 +1559,30 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCo
 
 
 def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=8)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitResponsePartition_v8(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitResponsePartition_v8(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1608,12 +1607,12 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetC
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetCommitResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1638,17 +1637,17 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetC
 
 def _encode_OffsetCommitResponseTopic_v10(o: OffsetCommitResponseTopic, out: bytearray) -> None:
     out += _S8.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitResponsePartition_v8(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetCommitResponsePartition_v8(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1666,24 +1665,24 @@ def _decode_OffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[OffsetCommitR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitResponse_v0(o: OffsetCommitResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitResponseTopic_v0(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1698,25 +1697,25 @@ def _decode_OffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[OffsetCommitR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetCommitResponse_v3(o: OffsetCommitResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S7.pack(len(x))
-        for e in x:
-            _encode_OffsetCommitResponseTopic_v0(e, out)
+        out += _S7.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetCommitResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1737,12 +1736,12 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: int) -> tuple[OffsetCommitR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponseTopic_v8(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitResponseTopic_v8(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1767,17 +1766,17 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: int) -> tuple[OffsetCommitR
 
 def _encode_OffsetCommitResponse_v8(o: OffsetCommitResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitResponseTopic_v8(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetCommitResponseTopic_v8(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1800,12 +1799,12 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: int) -> tuple[OffsetCommit
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetCommitResponseTopic_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetCommitResponseTopic_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1830,17 +1829,17 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: int) -> tuple[OffsetCommit
 
 def _encode_OffsetCommitResponse_v10(o: OffsetCommitResponse, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetCommitResponseTopic_v10(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetCommitResponseTopic_v10(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

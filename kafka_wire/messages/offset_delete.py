@@ -98,7 +98,6 @@ class OffsetDeleteResponse(Message):
 
 def _decode_OffsetDeleteRequestPartition_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteRequestPartition, int]:
     o = _new(OffsetDeleteRequestPartition)
-    blen = len(buf)
     o.partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -133,33 +132,33 @@ def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDel
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetDeleteRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetDeleteRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetDeleteRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetDeleteRequestTopic_v0(o: OffsetDeleteRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S1.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_OffsetDeleteRequestPartition_v0(e, out)
+        out += _S0.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetDeleteRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -186,40 +185,39 @@ def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteRe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetDeleteRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetDeleteRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetDeleteRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S1.pack(len(b_group_id))
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_OffsetDeleteRequestTopic_v0(e, out)
+        out += _S0.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetDeleteRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetDeleteResponsePartition_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteResponsePartition, int]:
     o = _new(OffsetDeleteResponsePartition)
-    blen = len(buf)
     o.partition_index, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -254,33 +252,33 @@ def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDe
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetDeleteResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetDeleteResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetDeleteResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetDeleteResponseTopic_v0(o: OffsetDeleteResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S1.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_OffsetDeleteResponsePartition_v0(e, out)
+        out += _S0.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetDeleteResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -295,25 +293,25 @@ def _decode_OffsetDeleteResponse_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteR
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetDeleteResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetDeleteResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetDeleteResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, out: bytearray) -> None:
     out += _S4.pack(o.error_code, o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S0.pack(len(x))
-        for e in x:
-            _encode_OffsetDeleteResponseTopic_v0(e, out)
+        out += _S0.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetDeleteResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 

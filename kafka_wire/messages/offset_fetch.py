@@ -242,29 +242,29 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFet
 
 
 def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=8)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -315,16 +315,16 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFe
 
 def _encode_OffsetFetchRequestTopics_v10(o: OffsetFetchRequestTopics, out: bytearray) -> None:
     out += _S0.pack(o.topic_id.bytes)
-    x = o.partition_indexes
-    if x is None:
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -363,12 +363,12 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetc
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopics] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -392,30 +392,30 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetc
 
 
 def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestTopics_v8(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopics_v8(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -470,12 +470,12 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetc
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopics] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -499,44 +499,44 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetc
 
 
 def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=9)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=9)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S1.pack(o.member_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestTopics_v8(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopics_v8(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -591,12 +591,12 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopics] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopics_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopics_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -620,44 +620,44 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFet
 
 
 def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S1.pack(o.member_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestTopics_v10(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopics_v10(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -693,20 +693,20 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetc
 
 
 def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partition_indexes)}i', len(x_partition_indexes), *x_partition_indexes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -766,29 +766,29 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetc
 
 
 def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -819,12 +819,12 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -832,24 +832,24 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
 def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, out: bytearray) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=0)
-    if o.require_stable != False:
+    if bool(o.require_stable):
         raise FieldNotInVersionError('non-default RequireStable cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchRequestTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -878,12 +878,12 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -891,24 +891,24 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
 def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, out: bytearray) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=2)
-    if o.require_stable != False:
+    if bool(o.require_stable):
         raise FieldNotInVersionError('non-default RequireStable cannot be written', version=2)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.topics
-    if x is None:
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchRequestTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -945,12 +945,12 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -976,32 +976,32 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
 def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, out: bytearray) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=6)
-    if o.require_stable != False:
+    if bool(o.require_stable):
         raise FieldNotInVersionError('non-default RequireStable cannot be written', version=6)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopic_v6(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1039,12 +1039,12 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.require_stable, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -1072,30 +1072,30 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
 def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, out: bytearray) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=7)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=7)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchRequestTopic_v6(e_topics, out)
     out += _S3.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1119,12 +1119,12 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[OffsetFetchRequestGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestGroup_v8(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_OffsetFetchRequestGroup_v8(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.require_stable, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -1154,17 +1154,17 @@ def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, out: bytearray) -> None
         raise FieldNotInVersionError('non-default GroupId cannot be written', version=8)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=8)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestGroup_v8(e, out)
+        for e_groups in x_groups:
+            _encode_OffsetFetchRequestGroup_v8(e_groups, out)
     out += _S3.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1188,12 +1188,12 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[OffsetFetchRequestGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestGroup_v9(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_OffsetFetchRequestGroup_v9(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.require_stable, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -1223,17 +1223,17 @@ def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, out: bytearray) -> None
         raise FieldNotInVersionError('non-default GroupId cannot be written', version=9)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=9)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestGroup_v9(e, out)
+        for e_groups in x_groups:
+            _encode_OffsetFetchRequestGroup_v9(e_groups, out)
     out += _S3.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1257,12 +1257,12 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: int) -> tuple[OffsetFetchReq
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[OffsetFetchRequestGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchRequestGroup_v10(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_OffsetFetchRequestGroup_v10(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     o.require_stable, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -1292,17 +1292,17 @@ def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, out: bytearray) -> Non
         raise FieldNotInVersionError('non-default GroupId cannot be written', version=10)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=10)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchRequestGroup_v10(e, out)
+        for e_groups in x_groups:
+            _encode_OffsetFetchRequestGroup_v10(e_groups, out)
     out += _S3.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1357,19 +1357,19 @@ def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int) -> tuple[Offs
 
 def _encode_OffsetFetchResponsePartitions_v8(o: OffsetFetchResponsePartitions, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.metadata
-    if x is None:
+    x_metadata = o.metadata
+    if x_metadata is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_metadata = x_metadata.encode()
+        if len(b_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field Metadata is too long', version=8)
-        m = len(b) + 1
+        m = len(b_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_metadata
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1408,12 +1408,12 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFe
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetFetchResponsePartitions] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1437,30 +1437,30 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFe
 
 
 def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=8)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponsePartitions_v8(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetFetchResponsePartitions_v8(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1485,12 +1485,12 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetFetchResponsePartitions] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1515,17 +1515,17 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
 
 def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, out: bytearray) -> None:
     out += _S0.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponsePartitions_v8(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetFetchResponsePartitions_v8(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1562,12 +1562,12 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopics] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopics_v8(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopics_v8(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -1593,30 +1593,30 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFet
 
 
 def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=8)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponseTopics_v8(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopics_v8(e_topics, out)
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1654,12 +1654,12 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFe
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopics] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopics_v10(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopics_v10(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -1685,30 +1685,30 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFe
 
 
 def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=10)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponseTopics_v10(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopics_v10(e_topics, out)
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1740,15 +1740,15 @@ def _decode_OffsetFetchResponsePartition_v0(buf: bytes, pos: int) -> tuple[Offse
 
 def _encode_OffsetFetchResponsePartition_v0(o: OffsetFetchResponsePartition, out: bytearray) -> None:
     out += _S6.pack(o.partition_index, o.committed_offset)
-    x = o.metadata
-    if x is None:
+    x_metadata = o.metadata
+    if x_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_metadata = x_metadata.encode()
+        if len(b_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field Metadata is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_metadata))
+        out += b_metadata
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -1777,15 +1777,15 @@ def _decode_OffsetFetchResponsePartition_v5(buf: bytes, pos: int) -> tuple[Offse
 
 def _encode_OffsetFetchResponsePartition_v5(o: OffsetFetchResponsePartition, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.metadata
-    if x is None:
+    x_metadata = o.metadata
+    if x_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_metadata = x_metadata.encode()
+        if len(b_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field Metadata is too long', version=5)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_metadata))
+        out += b_metadata
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
@@ -1838,19 +1838,19 @@ def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: int) -> tuple[Offse
 
 def _encode_OffsetFetchResponsePartition_v6(o: OffsetFetchResponsePartition, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.metadata
-    if x is None:
+    x_metadata = o.metadata
+    if x_metadata is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_metadata = x_metadata.encode()
+        if len(b_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field Metadata is too long', version=6)
-        m = len(b) + 1
+        m = len(b_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_metadata
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1880,33 +1880,33 @@ def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetFetchResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetFetchResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchResponsePartition_v0(e, out)
+        out += _S1.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetFetchResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1933,33 +1933,33 @@ def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetFetchResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponsePartition_v5(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetFetchResponsePartition_v5(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchResponsePartition_v5(e, out)
+        out += _S1.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetFetchResponsePartition_v5(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1994,12 +1994,12 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetFetchResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponsePartition_v6(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetFetchResponsePartition_v6(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2023,30 +2023,30 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFet
 
 
 def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=6)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponsePartition_v6(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetFetchResponsePartition_v6(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2066,12 +2066,12 @@ def _decode_OffsetFetchResponse_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2079,13 +2079,13 @@ def _decode_OffsetFetchResponse_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRes
 def _encode_OffsetFetchResponse_v0(o: OffsetFetchResponse, out: bytearray) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=0)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchResponseTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -2102,12 +2102,12 @@ def _decode_OffsetFetchResponse_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
@@ -2117,13 +2117,13 @@ def _decode_OffsetFetchResponse_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRes
 def _encode_OffsetFetchResponse_v2(o: OffsetFetchResponse, out: bytearray) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=2)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchResponseTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopic_v0(e_topics, out)
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
@@ -2140,12 +2140,12 @@ def _decode_OffsetFetchResponse_v3(buf: bytes, pos: int) -> tuple[OffsetFetchRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
@@ -2156,13 +2156,13 @@ def _encode_OffsetFetchResponse_v3(o: OffsetFetchResponse, out: bytearray) -> No
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=3)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchResponseTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopic_v0(e_topics, out)
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -2179,12 +2179,12 @@ def _decode_OffsetFetchResponse_v5(buf: bytes, pos: int) -> tuple[OffsetFetchRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopic_v5(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopic_v5(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
@@ -2195,13 +2195,13 @@ def _encode_OffsetFetchResponse_v5(o: OffsetFetchResponse, out: bytearray) -> No
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=5)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_OffsetFetchResponseTopic_v5(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopic_v5(e_topics, out)
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
@@ -2224,12 +2224,12 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRes
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetFetchResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetFetchResponseTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -2258,17 +2258,17 @@ def _encode_OffsetFetchResponse_v6(o: OffsetFetchResponse, out: bytearray) -> No
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=6)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponseTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetFetchResponseTopic_v6(e_topics, out)
     out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -2294,12 +2294,12 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRes
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[OffsetFetchResponseGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseGroup_v8(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_OffsetFetchResponseGroup_v8(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2326,17 +2326,17 @@ def _encode_OffsetFetchResponse_v8(o: OffsetFetchResponse, out: bytearray) -> No
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=8)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponseGroup_v8(e, out)
+        for e_groups in x_groups:
+            _encode_OffsetFetchResponseGroup_v8(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2361,12 +2361,12 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRe
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[OffsetFetchResponseGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_OffsetFetchResponseGroup_v10(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_OffsetFetchResponseGroup_v10(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2393,17 +2393,17 @@ def _encode_OffsetFetchResponse_v10(o: OffsetFetchResponse, out: bytearray) -> N
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=10)
     out += _S1.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetFetchResponseGroup_v10(e, out)
+        for e_groups in x_groups:
+            _encode_OffsetFetchResponseGroup_v10(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

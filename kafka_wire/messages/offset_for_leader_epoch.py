@@ -110,7 +110,6 @@ class OffsetForLeaderEpochResponse(Message):
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, int]:
     o = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
-    blen = len(buf)
     o.current_leader_epoch = -1
     o.partition, o.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
@@ -126,7 +125,6 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(o: OffsetForL
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, int]:
     o = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
-    blen = len(buf)
     o.partition, o.current_leader_epoch, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     o.unknown_tagged_fields = ()
@@ -196,33 +194,33 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: 
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(e, out)
+        out += _S3.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -249,33 +247,33 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: 
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(e, out)
+        out += _S3.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -310,12 +308,12 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -339,30 +337,30 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=4)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -380,24 +378,24 @@ def _decode_OffsetForLeaderEpochRequest_v0(buf: bytes, pos: int) -> tuple[Offset
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -413,24 +411,24 @@ def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: int) -> tuple[Offset
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -445,25 +443,25 @@ def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: int) -> tuple[Offset
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
     out += _S3.pack(o.replica_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -484,12 +482,12 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[Offset
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -514,17 +512,17 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[Offset
 
 def _encode_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
     out += _S3.pack(o.replica_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -533,7 +531,6 @@ def _encode_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, out: 
 
 def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseEpochEndOffset, int]:
     o = _new(OffsetForLeaderEpochResponseEpochEndOffset)
-    blen = len(buf)
     o.leader_epoch = -1
     o.error_code, o.partition, o.end_offset = _S4.unpack_from(buf, pos)
     pos += 14
@@ -549,7 +546,6 @@ def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0(o: OffsetForLeaderEpoc
 
 def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseEpochEndOffset, int]:
     o = _new(OffsetForLeaderEpochResponseEpochEndOffset)
-    blen = len(buf)
     o.error_code, o.partition, o.leader_epoch, o.end_offset = _S5.unpack_from(buf, pos)
     pos += 18
     o.unknown_tagged_fields = ()
@@ -619,33 +615,33 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0(e, out)
+        out += _S3.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -672,33 +668,33 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_topic))
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1(e, out)
+        out += _S3.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -733,12 +729,12 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -762,30 +758,30 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
 
 
 def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=4)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4(e, out)
+        for e_partitions in x_partitions:
+            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -803,24 +799,24 @@ def _decode_OffsetForLeaderEpochResponse_v0(buf: bytes, pos: int) -> tuple[Offse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -836,24 +832,24 @@ def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: int) -> tuple[Offse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -868,25 +864,25 @@ def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: int) -> tuple[Offse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S3.pack(len(x))
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e, out)
+        out += _S3.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -907,12 +903,12 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[Offse
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -937,17 +933,17 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[Offse
 
 def _encode_OffsetForLeaderEpochResponse_v4(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(e, out)
+        for e_topics in x_topics:
+            _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -190,13 +190,13 @@ def _decode_ProduceRequestPartitionProduceData_v0(buf: bytes, pos: int) -> tuple
 
 def _encode_ProduceRequestPartitionProduceData_v0(o: ProduceRequestPartitionProduceData, out: bytearray) -> None:
     out += _S1.pack(o.index)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_records = x_records
+        out += _S1.pack(len(b_records))
+        out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -245,17 +245,17 @@ def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: int) -> tuple
 
 def _encode_ProduceRequestPartitionProduceData_v9(o: ProduceRequestPartitionProduceData, out: bytearray) -> None:
     out += _S1.pack(o.index)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         out.append(0)
     else:
-        b = x
-        m = len(b) + 1
+        b_records = x_records
+        m = len(b_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_records
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -285,33 +285,33 @@ def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: int) -> tuple[Pro
     else:
         if n > blen - pos:
             raise _invalid('array PartitionData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_data: list[ProduceRequestPartitionProduceData] = []
+        app_partition_data = lst_partition_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestPartitionProduceData_v0(buf, pos)
-            app(x)
-        o.partition_data = lst
+            x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v0(buf, pos)
+            app_partition_data(x_partition_data)
+        o.partition_data = lst_partition_data
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partition_data
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partition_data = o.partition_data
+    if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceRequestPartitionProduceData_v0(e, out)
+        out += _S1.pack(len(x_partition_data))
+        for e_partition_data in x_partition_data:
+            _encode_ProduceRequestPartitionProduceData_v0(e_partition_data, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -347,12 +347,12 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[Pro
     else:
         if n > blen - pos:
             raise _invalid('array PartitionData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_data: list[ProduceRequestPartitionProduceData] = []
+        app_partition_data = lst_partition_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
-            app(x)
-        o.partition_data = lst
+            x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
+            app_partition_data(x_partition_data)
+        o.partition_data = lst_partition_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -376,30 +376,30 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[Pro
 
 
 def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=9)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_data
-    if x is None:
+        out += b_name
+    x_partition_data = o.partition_data
+    if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_partition_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceRequestPartitionProduceData_v9(e, out)
+        for e_partition_data in x_partition_data:
+            _encode_ProduceRequestPartitionProduceData_v9(e_partition_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -424,12 +424,12 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[Pr
     else:
         if n > blen - pos:
             raise _invalid('array PartitionData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_data: list[ProduceRequestPartitionProduceData] = []
+        app_partition_data = lst_partition_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
-            app(x)
-        o.partition_data = lst
+            x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
+            app_partition_data(x_partition_data)
+        o.partition_data = lst_partition_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -454,17 +454,17 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[Pr
 
 def _encode_ProduceRequestTopicProduceData_v13(o: ProduceRequestTopicProduceData, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partition_data
-    if x is None:
+    x_partition_data = o.partition_data
+    if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_partition_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceRequestPartitionProduceData_v9(e, out)
+        for e_partition_data in x_partition_data:
+            _encode_ProduceRequestPartitionProduceData_v9(e_partition_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -482,12 +482,12 @@ def _decode_ProduceRequest_v0(buf: bytes, pos: int) -> tuple[ProduceRequest, int
     else:
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_data: list[ProduceRequestTopicProduceData] = []
+        app_topic_data = lst_topic_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
-            app(x)
-        o.topic_data = lst
+            x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
+            app_topic_data(x_topic_data)
+        o.topic_data = lst_topic_data
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -496,13 +496,13 @@ def _encode_ProduceRequest_v0(o: ProduceRequest, out: bytearray) -> None:
     if o.transactional_id is not None:
         raise FieldNotInVersionError('non-default TransactionalId cannot be written', version=0)
     out += _S5.pack(o.acks, o.timeout_ms)
-    x = o.topic_data
-    if x is None:
+    x_topic_data = o.topic_data
+    if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceRequestTopicProduceData_v0(e, out)
+        out += _S1.pack(len(x_topic_data))
+        for e_topic_data in x_topic_data:
+            _encode_ProduceRequestTopicProduceData_v0(e_topic_data, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -529,34 +529,34 @@ def _decode_ProduceRequest_v3(buf: bytes, pos: int) -> tuple[ProduceRequest, int
     else:
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_data: list[ProduceRequestTopicProduceData] = []
+        app_topic_data = lst_topic_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
-            app(x)
-        o.topic_data = lst
+            x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
+            app_topic_data(x_topic_data)
+        o.topic_data = lst_topic_data
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ProduceRequest_v3(o: ProduceRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=3)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_transactional_id))
+        out += b_transactional_id
     out += _S5.pack(o.acks, o.timeout_ms)
-    x = o.topic_data
-    if x is None:
+    x_topic_data = o.topic_data
+    if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceRequestTopicProduceData_v0(e, out)
+        out += _S1.pack(len(x_topic_data))
+        for e_topic_data in x_topic_data:
+            _encode_ProduceRequestTopicProduceData_v0(e_topic_data, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -593,12 +593,12 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: int) -> tuple[ProduceRequest, int
     else:
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_data: list[ProduceRequestTopicProduceData] = []
+        app_topic_data = lst_topic_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestTopicProduceData_v9(buf, pos)
-            app(x)
-        o.topic_data = lst
+            x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v9(buf, pos)
+            app_topic_data(x_topic_data)
+        o.topic_data = lst_topic_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -622,31 +622,31 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: int) -> tuple[ProduceRequest, int
 
 
 def _encode_ProduceRequest_v9(o: ProduceRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=9)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S5.pack(o.acks, o.timeout_ms)
-    x = o.topic_data
-    if x is None:
+    x_topic_data = o.topic_data
+    if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_topic_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceRequestTopicProduceData_v9(e, out)
+        for e_topic_data in x_topic_data:
+            _encode_ProduceRequestTopicProduceData_v9(e_topic_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -685,12 +685,12 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: int) -> tuple[ProduceRequest, in
     else:
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_data: list[ProduceRequestTopicProduceData] = []
+        app_topic_data = lst_topic_data.append
         for _ in range(n):
-            x, pos = _decode_ProduceRequestTopicProduceData_v13(buf, pos)
-            app(x)
-        o.topic_data = lst
+            x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v13(buf, pos)
+            app_topic_data(x_topic_data)
+        o.topic_data = lst_topic_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -714,31 +714,31 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: int) -> tuple[ProduceRequest, in
 
 
 def _encode_ProduceRequest_v13(o: ProduceRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=13)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_transactional_id
     out += _S5.pack(o.acks, o.timeout_ms)
-    x = o.topic_data
-    if x is None:
+    x_topic_data = o.topic_data
+    if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_topic_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceRequestTopicProduceData_v13(e, out)
+        for e_topic_data in x_topic_data:
+            _encode_ProduceRequestTopicProduceData_v13(e_topic_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -766,15 +766,15 @@ def _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf: bytes, pos: int) ->
 
 def _encode_ProduceResponseBatchIndexAndErrorMessage_v8(o: ProduceResponseBatchIndexAndErrorMessage, out: bytearray) -> None:
     out += _S1.pack(o.batch_index)
-    x = o.batch_index_error_message
-    if x is None:
+    x_batch_index_error_message = o.batch_index_error_message
+    if x_batch_index_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_batch_index_error_message = x_batch_index_error_message.encode()
+        if len(b_batch_index_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=8)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_batch_index_error_message))
+        out += b_batch_index_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
@@ -824,19 +824,19 @@ def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: int) ->
 
 def _encode_ProduceResponseBatchIndexAndErrorMessage_v9(o: ProduceResponseBatchIndexAndErrorMessage, out: bytearray) -> None:
     out += _S1.pack(o.batch_index)
-    x = o.batch_index_error_message
-    if x is None:
+    x_batch_index_error_message = o.batch_index_error_message
+    if x_batch_index_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_batch_index_error_message = x_batch_index_error_message.encode()
+        if len(b_batch_index_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=9)
-        m = len(b) + 1
+        m = len(b_batch_index_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_batch_index_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -880,7 +880,6 @@ def _encode_ProduceResponseLeaderIdAndEpoch_v10(o: ProduceResponseLeaderIdAndEpo
 
 def _decode_ProduceResponsePartitionProduceResponse_v0(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
     o = _new(ProduceResponsePartitionProduceResponse)
-    blen = len(buf)
     o.log_append_time_ms = -1
     o.log_start_offset = -1
     o.record_errors = []
@@ -902,7 +901,6 @@ def _encode_ProduceResponsePartitionProduceResponse_v0(o: ProduceResponsePartiti
 
 def _decode_ProduceResponsePartitionProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
     o = _new(ProduceResponsePartitionProduceResponse)
-    blen = len(buf)
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
@@ -923,7 +921,6 @@ def _encode_ProduceResponsePartitionProduceResponse_v2(o: ProduceResponsePartiti
 
 def _decode_ProduceResponsePartitionProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
     o = _new(ProduceResponsePartitionProduceResponse)
-    blen = len(buf)
     o.record_errors = []
     o.error_message = None
     o.current_leader = ProduceResponseLeaderIdAndEpoch()
@@ -952,12 +949,12 @@ def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array RecordErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
+        app_record_errors = lst_record_errors.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf, pos)
-            app(x)
-        o.record_errors = lst
+            x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf, pos)
+            app_record_errors(x_record_errors)
+        o.record_errors = lst_record_errors
     n, = _S2.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -978,22 +975,22 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=8)
     out += _S9.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    x = o.record_errors
-    if x is None:
+    x_record_errors = o.record_errors
+    if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=8)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponseBatchIndexAndErrorMessage_v8(e, out)
-    x = o.error_message
-    if x is None:
+        out += _S1.pack(len(x_record_errors))
+        for e_record_errors in x_record_errors:
+            _encode_ProduceResponseBatchIndexAndErrorMessage_v8(e_record_errors, out)
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=8)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
@@ -1015,12 +1012,12 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array RecordErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
+        app_record_errors = lst_record_errors.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
-            app(x)
-        o.record_errors = lst
+            x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
+            app_record_errors(x_record_errors)
+        o.record_errors = lst_record_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1065,30 +1062,30 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=9)
     out += _S9.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    x = o.record_errors
-    if x is None:
+    x_record_errors = o.record_errors
+    if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_record_errors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e, out)
-    x = o.error_message
-    if x is None:
+        for e_record_errors in x_record_errors:
+            _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e_record_errors, out)
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=9)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1112,12 +1109,12 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array RecordErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
+        app_record_errors = lst_record_errors.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
-            app(x)
-        o.record_errors = lst
+            x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
+            app_record_errors(x_record_errors)
+        o.record_errors = lst_record_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1160,30 +1157,30 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) ->
 
 def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartitionProduceResponse, out: bytearray) -> None:
     out += _S9.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    x = o.record_errors
-    if x is None:
+    x_record_errors = o.record_errors
+    if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_record_errors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e, out)
-    x = o.error_message
-    if x is None:
+        for e_record_errors in x_record_errors:
+            _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e_record_errors, out)
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=10)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         t = bytearray()
@@ -1218,33 +1215,33 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v0(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v0(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partition_responses
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v0(e, out)
+        out += _S1.pack(len(x_partition_responses))
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v0(e_partition_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1272,33 +1269,33 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v2(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v2(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partition_responses
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v2(e, out)
+        out += _S1.pack(len(x_partition_responses))
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v2(e_partition_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1326,33 +1323,33 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v5(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v5(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=5)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partition_responses
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=5)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v5(e, out)
+        out += _S1.pack(len(x_partition_responses))
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v5(e_partition_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1380,33 +1377,33 @@ def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v8(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v8(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=8)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partition_responses
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=8)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v8(e, out)
+        out += _S1.pack(len(x_partition_responses))
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v8(e_partition_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
@@ -1442,12 +1439,12 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: int) -> tupl
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v9(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v9(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1471,30 +1468,30 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: int) -> tupl
 
 
 def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=9)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_responses
-    if x is None:
+        out += b_name
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_partition_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v9(e, out)
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v9(e_partition_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1532,12 +1529,12 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1561,30 +1558,30 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: int) -> tup
 
 
 def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=10)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_responses
-    if x is None:
+        out += b_name
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_partition_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v10(e, out)
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v10(e_partition_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1609,12 +1606,12 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
+        app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
-            app(x)
-        o.partition_responses = lst
+            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
+            app_partition_responses(x_partition_responses)
+        o.partition_responses = lst_partition_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1639,17 +1636,17 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: int) -> tup
 
 def _encode_ProduceResponseTopicProduceResponse_v13(o: ProduceResponseTopicProduceResponse, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partition_responses
-    if x is None:
+    x_partition_responses = o.partition_responses
+    if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_partition_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponsePartitionProduceResponse_v10(e, out)
+        for e_partition_responses in x_partition_responses:
+            _encode_ProduceResponsePartitionProduceResponse_v10(e_partition_responses, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1719,33 +1716,33 @@ def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: int) -> tuple[Produ
 
 def _encode_ProduceResponseNodeEndpoint_v10(o: ProduceResponseNodeEndpoint, out: bytearray) -> None:
     out += _S1.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=10)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S1.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=10)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1764,12 +1761,12 @@ def _decode_ProduceResponse_v0(buf: bytes, pos: int) -> tuple[ProduceResponse, i
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1777,13 +1774,13 @@ def _decode_ProduceResponse_v0(buf: bytes, pos: int) -> tuple[ProduceResponse, i
 def _encode_ProduceResponse_v0(o: ProduceResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v0(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1799,12 +1796,12 @@ def _decode_ProduceResponse_v1(buf: bytes, pos: int) -> tuple[ProduceResponse, i
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1814,13 +1811,13 @@ def _decode_ProduceResponse_v1(buf: bytes, pos: int) -> tuple[ProduceResponse, i
 def _encode_ProduceResponse_v1(o: ProduceResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=1)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v0(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v0(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -1837,12 +1834,12 @@ def _decode_ProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponse, i
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v2(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v2(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1852,13 +1849,13 @@ def _decode_ProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponse, i
 def _encode_ProduceResponse_v2(o: ProduceResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=2)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v2(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v2(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
@@ -1875,12 +1872,12 @@ def _decode_ProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponse, i
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v5(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v5(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1890,13 +1887,13 @@ def _decode_ProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponse, i
 def _encode_ProduceResponse_v5(o: ProduceResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v5(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v5(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
@@ -1913,12 +1910,12 @@ def _decode_ProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponse, i
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v8(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v8(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -1928,13 +1925,13 @@ def _decode_ProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponse, i
 def _encode_ProduceResponse_v8(o: ProduceResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=8)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=8)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v8(e, out)
+        out += _S1.pack(len(x_responses))
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v8(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
@@ -1955,12 +1952,12 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponse, i
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v9(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v9(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1990,17 +1987,17 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponse, i
 def _encode_ProduceResponse_v9(o: ProduceResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=9)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=9)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v9(e, out)
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v9(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -2023,12 +2020,12 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v10(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v10(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2055,12 +2052,12 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -2072,32 +2069,32 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
 
 
 def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=10)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v10(e, out)
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v10(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=10)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_ProduceResponseNodeEndpoint_v10(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -2120,12 +2117,12 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ProduceResponseTopicProduceResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ProduceResponseTopicProduceResponse_v13(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v13(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2152,12 +2149,12 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -2169,32 +2166,32 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
 
 
 def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ProduceResponseTopicProduceResponse_v13(e, out)
+        for e_responses in x_responses:
+            _encode_ProduceResponseTopicProduceResponse_v13(e_responses, out)
     out += _S1.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=13)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_ProduceResponseNodeEndpoint_v10(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

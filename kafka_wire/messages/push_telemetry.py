@@ -99,17 +99,17 @@ def _decode_PushTelemetryRequest_v0(buf: bytes, pos: int) -> tuple[PushTelemetry
 
 def _encode_PushTelemetryRequest_v0(o: PushTelemetryRequest, out: bytearray) -> None:
     out += _S0.pack(o.client_instance_id.bytes, o.subscription_id, o.terminating, o.compression_type)
-    x = o.metrics
-    if x is None:
+    x_metrics = o.metrics
+    if x_metrics is None:
         raise ValueOutOfRangeError('non-nullable field Metrics is None', version=0)
     else:
-        b = x
-        m = len(b) + 1
+        b_metrics = x_metrics
+        m = len(b_metrics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_metrics
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

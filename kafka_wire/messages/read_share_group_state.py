@@ -174,12 +174,12 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ReadShareGroupStateRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ReadShareGroupStateRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -204,17 +204,17 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> 
 
 def _encode_ReadShareGroupStateRequestReadStateData_v0(o: ReadShareGroupStateRequestReadStateData, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ReadShareGroupStateRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -251,12 +251,12 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[ReadSha
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ReadShareGroupStateRequestReadStateData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateRequestReadStateData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ReadShareGroupStateRequestReadStateData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -280,30 +280,30 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[ReadSha
 
 
 def _encode_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateRequestReadStateData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_ReadShareGroupStateRequestReadStateData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -379,12 +379,12 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) 
     else:
         if n > blen - pos:
             raise _invalid('array StateBatches declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_batches: list[ReadShareGroupStateResponseStateBatch] = []
+        app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateResponseStateBatch_v0(buf, pos)
-            app(x)
-        o.state_batches = lst
+            x_state_batches, pos = _decode_ReadShareGroupStateResponseStateBatch_v0(buf, pos)
+            app_state_batches(x_state_batches)
+        o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -409,31 +409,31 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) 
 
 def _encode_ReadShareGroupStateResponsePartitionResult_v0(o: ReadShareGroupStateResponsePartitionResult, out: bytearray) -> None:
     out += _S3.pack(o.partition, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S4.pack(o.state_epoch, o.start_offset)
-    x = o.state_batches
-    if x is None:
+    x_state_batches = o.state_batches
+    if x_state_batches is None:
         raise ValueOutOfRangeError('non-nullable field StateBatches is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_state_batches) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateResponseStateBatch_v0(e, out)
+        for e_state_batches in x_state_batches:
+            _encode_ReadShareGroupStateResponseStateBatch_v0(e_state_batches, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -457,12 +457,12 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: int) 
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ReadShareGroupStateResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ReadShareGroupStateResponsePartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -487,17 +487,17 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: int) 
 
 def _encode_ReadShareGroupStateResponseReadStateResult_v0(o: ReadShareGroupStateResponseReadStateResult, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateResponsePartitionResult_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ReadShareGroupStateResponsePartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -518,12 +518,12 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[ReadSh
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[ReadShareGroupStateResponseReadStateResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateResponseReadStateResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_ReadShareGroupStateResponseReadStateResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -547,17 +547,17 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[ReadSh
 
 
 def _encode_ReadShareGroupStateResponse_v0(o: ReadShareGroupStateResponse, out: bytearray) -> None:
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateResponseReadStateResult_v0(e, out)
+        for e_results in x_results:
+            _encode_ReadShareGroupStateResponseReadStateResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -160,12 +160,12 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ReadShareGroupStateSummaryRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -190,17 +190,17 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
 
 def _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(o: ReadShareGroupStateSummaryRequestReadStateSummaryData, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateSummaryRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ReadShareGroupStateSummaryRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -237,12 +237,12 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ReadShareGroupStateSummaryRequestReadStateSummaryData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -266,30 +266,30 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_ReadShareGroupStateSummaryRequest_v0(o: ReadShareGroupStateSummaryRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -344,19 +344,19 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos
 
 def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(o: ReadShareGroupStateSummaryResponsePartitionResult, out: bytearray) -> None:
     out += _S2.pack(o.partition, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S3.pack(o.state_epoch, o.leader_epoch, o.start_offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -411,19 +411,19 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos
 
 def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(o: ReadShareGroupStateSummaryResponsePartitionResult, out: bytearray) -> None:
     out += _S2.pack(o.partition, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S4.pack(o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -448,12 +448,12 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -478,17 +478,17 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
 
 def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadShareGroupStateSummaryResponseReadStateSummaryResult, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -512,12 +512,12 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -542,17 +542,17 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
 
 def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadShareGroupStateSummaryResponseReadStateSummaryResult, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -573,12 +573,12 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[ReadShareGroupStateSummaryResponseReadStateSummaryResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -602,17 +602,17 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_ReadShareGroupStateSummaryResponse_v0(o: ReadShareGroupStateSummaryResponse, out: bytearray) -> None:
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(e, out)
+        for e_results in x_results:
+            _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -633,12 +633,12 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[ReadShareGroupStateSummaryResponseReadStateSummaryResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -662,17 +662,17 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: int) -> tuple
 
 
 def _encode_ReadShareGroupStateSummaryResponse_v1(o: ReadShareGroupStateSummaryResponse, out: bytearray) -> None:
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(e, out)
+        for e_results in x_results:
+            _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

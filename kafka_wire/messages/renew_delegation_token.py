@@ -73,13 +73,13 @@ def _decode_RenewDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[RenewD
 
 
 def _encode_RenewDelegationTokenRequest_v0(o: RenewDelegationTokenRequest, out: bytearray) -> None:
-    x = o.hmac
-    if x is None:
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_hmac = x_hmac
+        out += _S0.pack(len(b_hmac))
+        out += b_hmac
     out += _S1.pack(o.renew_period_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -127,17 +127,17 @@ def _decode_RenewDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[RenewD
 
 
 def _encode_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, out: bytearray) -> None:
-    x = o.hmac
-    if x is None:
+    x_hmac = o.hmac
+    if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
-        b = x
-        m = len(b) + 1
+        b_hmac = x_hmac
+        m = len(b_hmac) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_hmac
     out += _S1.pack(o.renew_period_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -147,7 +147,6 @@ def _encode_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, out: 
 
 def _decode_RenewDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
     o = _new(RenewDelegationTokenResponse)
-    blen = len(buf)
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S2.unpack_from(buf, pos)
     pos += 14
     o.unknown_tagged_fields = ()

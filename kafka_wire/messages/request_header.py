@@ -42,7 +42,6 @@ class RequestHeader(Message):
 
 def _decode_RequestHeader_v0(buf: bytes, pos: int) -> tuple[RequestHeader, int]:
     o = _new(RequestHeader)
-    blen = len(buf)
     o.client_id = ''
     o.request_api_key, o.request_api_version, o.correlation_id = _S0.unpack_from(buf, pos)
     pos += 8
@@ -79,15 +78,15 @@ def _decode_RequestHeader_v1(buf: bytes, pos: int) -> tuple[RequestHeader, int]:
 
 def _encode_RequestHeader_v1(o: RequestHeader, out: bytearray) -> None:
     out += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
-    x = o.client_id
-    if x is None:
+    x_client_id = o.client_id
+    if x_client_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_client_id))
+        out += b_client_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -131,15 +130,15 @@ def _decode_RequestHeader_v2(buf: bytes, pos: int) -> tuple[RequestHeader, int]:
 
 def _encode_RequestHeader_v2(o: RequestHeader, out: bytearray) -> None:
     out += _S0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
-    x = o.client_id
-    if x is None:
+    x_client_id = o.client_id
+    if x_client_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_client_id))
+        out += b_client_id
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -32,7 +32,6 @@ class ResponseHeader(Message):
 
 def _decode_ResponseHeader_v0(buf: bytes, pos: int) -> tuple[ResponseHeader, int]:
     o = _new(ResponseHeader)
-    blen = len(buf)
     o.correlation_id, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()

@@ -70,13 +70,13 @@ def _decode_SaslAuthenticateRequest_v0(buf: bytes, pos: int) -> tuple[SaslAuthen
 
 
 def _encode_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, out: bytearray) -> None:
-    x = o.auth_bytes
-    if x is None:
+    x_auth_bytes = o.auth_bytes
+    if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=0)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_auth_bytes = x_auth_bytes
+        out += _S0.pack(len(b_auth_bytes))
+        out += b_auth_bytes
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -121,17 +121,17 @@ def _decode_SaslAuthenticateRequest_v2(buf: bytes, pos: int) -> tuple[SaslAuthen
 
 
 def _encode_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, out: bytearray) -> None:
-    x = o.auth_bytes
-    if x is None:
+    x_auth_bytes = o.auth_bytes
+    if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=2)
     else:
-        b = x
-        m = len(b) + 1
+        b_auth_bytes = x_auth_bytes
+        m = len(b_auth_bytes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_auth_bytes
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -170,22 +170,22 @@ def _decode_SaslAuthenticateResponse_v0(buf: bytes, pos: int) -> tuple[SaslAuthe
 
 def _encode_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.auth_bytes
-    if x is None:
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
+    x_auth_bytes = o.auth_bytes
+    if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=0)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_auth_bytes = x_auth_bytes
+        out += _S0.pack(len(b_auth_bytes))
+        out += b_auth_bytes
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -223,22 +223,22 @@ def _decode_SaslAuthenticateResponse_v1(buf: bytes, pos: int) -> tuple[SaslAuthe
 
 def _encode_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.auth_bytes
-    if x is None:
+        out += _S2.pack(len(b_error_message))
+        out += b_error_message
+    x_auth_bytes = o.auth_bytes
+    if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=1)
     else:
-        b = x
-        out += _S0.pack(len(b))
-        out += b
+        b_auth_bytes = x_auth_bytes
+        out += _S0.pack(len(b_auth_bytes))
+        out += b_auth_bytes
     out += _S3.pack(o.session_lifetime_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -305,30 +305,30 @@ def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: int) -> tuple[SaslAuthe
 
 def _encode_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, out: bytearray) -> None:
     out += _S2.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.auth_bytes
-    if x is None:
+        out += b_error_message
+    x_auth_bytes = o.auth_bytes
+    if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=2)
     else:
-        b = x
-        m = len(b) + 1
+        b_auth_bytes = x_auth_bytes
+        m = len(b_auth_bytes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_auth_bytes
     out += _S3.pack(o.session_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

@@ -64,15 +64,15 @@ def _decode_SaslHandshakeRequest_v0(buf: bytes, pos: int) -> tuple[SaslHandshake
 
 
 def _encode_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, out: bytearray) -> None:
-    x = o.mechanism
-    if x is None:
+    x_mechanism = o.mechanism
+    if x_mechanism is None:
         raise ValueOutOfRangeError('non-nullable field Mechanism is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_mechanism = x_mechanism.encode()
+        if len(b_mechanism) > 0x7FFF:
             raise ValueOutOfRangeError('string field Mechanism is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_mechanism))
+        out += b_mechanism
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -87,8 +87,8 @@ def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: int) -> tuple[SaslHandshak
     else:
         if n > blen - pos:
             raise _invalid('array Mechanisms declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_mechanisms: list[str] = []
+        app_mechanisms = lst_mechanisms.append
         for _ in range(n):
             n2, = _S0.unpack_from(buf, pos)
             pos += 2
@@ -99,26 +99,26 @@ def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: int) -> tuple[SaslHandshak
             end = pos + n2
             if end > blen:
                 raise _truncated('Mechanisms')
-            app(buf[pos:end].decode())
+            app_mechanisms(buf[pos:end].decode())
             pos = end
-        o.mechanisms = lst
+        o.mechanisms = lst_mechanisms
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.mechanisms
-    if x is None:
+    x_mechanisms = o.mechanisms
+    if x_mechanisms is None:
         raise ValueOutOfRangeError('non-nullable field Mechanisms is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        out += _S2.pack(len(x_mechanisms))
+        for e_mechanisms in x_mechanisms:
+            b_mechanisms = e_mechanisms.encode()
+            if len(b_mechanisms) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Mechanisms is too long', version=0)
-            out += _S0.pack(len(b))
-            out += b
+            out += _S0.pack(len(b_mechanisms))
+            out += b_mechanisms
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 

@@ -207,16 +207,16 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: int)
 
 def _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(o: ShareAcknowledgeRequestAcknowledgementBatch, out: bytearray) -> None:
     out += _S0.pack(o.first_offset, o.last_offset)
-    x = o.acknowledge_types
-    if x is None:
+    x_acknowledge_types = o.acknowledge_types
+    if x_acknowledge_types is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_acknowledge_types) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}b', *x)
+        out += _pack(f'>{len(x_acknowledge_types)}b', *x_acknowledge_types)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -239,12 +239,12 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int)
     else:
         if n > blen - pos:
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acknowledgement_batches: list[ShareAcknowledgeRequestAcknowledgementBatch] = []
+        app_acknowledgement_batches = lst_acknowledgement_batches.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf, pos)
-            app(x)
-        o.acknowledgement_batches = lst
+            x_acknowledgement_batches, pos = _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf, pos)
+            app_acknowledgement_batches(x_acknowledgement_batches)
+        o.acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -269,17 +269,17 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int)
 
 def _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(o: ShareAcknowledgeRequestAcknowledgePartition, out: bytearray) -> None:
     out += _S1.pack(o.partition_index)
-    x = o.acknowledgement_batches
-    if x is None:
+    x_acknowledgement_batches = o.acknowledgement_batches
+    if x_acknowledgement_batches is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgementBatches is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_acknowledgement_batches) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(e, out)
+        for e_acknowledgement_batches in x_acknowledgement_batches:
+            _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(e_acknowledgement_batches, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -303,12 +303,12 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ShareAcknowledgeRequestAcknowledgePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -333,17 +333,17 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: int) -> 
 
 def _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(o: ShareAcknowledgeRequestAcknowledgeTopic, out: bytearray) -> None:
     out += _S2.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -399,12 +399,12 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: int) -> tuple[ShareAckno
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ShareAcknowledgeRequestAcknowledgeTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -428,46 +428,46 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: int) -> tuple[ShareAckno
 
 
 def _encode_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, out: bytearray) -> None:
-    if o.is_renew_ack != False:
+    if bool(o.is_renew_ack):
         raise FieldNotInVersionError('non-default IsRenewAck cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S1.pack(o.share_session_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -522,12 +522,12 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: int) -> tuple[ShareAckno
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ShareAcknowledgeRequestAcknowledgeTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -551,44 +551,44 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: int) -> tuple[ShareAckno
 
 
 def _encode_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S3.pack(o.share_session_epoch, o.is_renew_ack)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(e, out)
+        for e_topics in x_topics:
+            _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -676,19 +676,19 @@ def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: int) -> tu
 
 def _encode_ShareAcknowledgeResponsePartitionData_v0(o: ShareAcknowledgeResponsePartitionData, out: bytearray) -> None:
     out += _S5.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(o.current_leader, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -713,12 +713,12 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ShareAcknowledgeResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ShareAcknowledgeResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -743,17 +743,17 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: int) -> tu
 
 def _encode_ShareAcknowledgeResponseTopicResponse_v0(o: ShareAcknowledgeResponseTopicResponse, out: bytearray) -> None:
     out += _S2.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeResponsePartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ShareAcknowledgeResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -823,33 +823,33 @@ def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tup
 
 def _encode_ShareAcknowledgeResponseNodeEndpoint_v0(o: ShareAcknowledgeResponseNodeEndpoint, out: bytearray) -> None:
     out += _S1.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S1.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -889,12 +889,12 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ShareAcknowledgeResponseTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -906,12 +906,12 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
     else:
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
+        app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
-            app(x)
-        o.node_endpoints = lst
+            x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
+            app_node_endpoints(x_node_endpoints)
+        o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -936,41 +936,41 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
 
 def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.responses
-    if x is None:
+        out += b_error_message
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeResponseTopicResponse_v0(e, out)
-    x = o.node_endpoints
-    if x is None:
+        for e_responses in x_responses:
+            _encode_ShareAcknowledgeResponseTopicResponse_v0(e_responses, out)
+    x_node_endpoints = o.node_endpoints
+    if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_node_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeResponseNodeEndpoint_v0(e, out)
+        for e_node_endpoints in x_node_endpoints:
+            _encode_ShareAcknowledgeResponseNodeEndpoint_v0(e_node_endpoints, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1011,12 +1011,12 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ShareAcknowledgeResponseTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1028,12 +1028,12 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
     else:
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
+        app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
-            app(x)
-        o.node_endpoints = lst
+            x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
+            app_node_endpoints(x_node_endpoints)
+        o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1058,42 +1058,42 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
 
 def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S1.pack(o.acquisition_lock_timeout_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeResponseTopicResponse_v0(e, out)
-    x = o.node_endpoints
-    if x is None:
+        for e_responses in x_responses:
+            _encode_ShareAcknowledgeResponseTopicResponse_v0(e_responses, out)
+    x_node_endpoints = o.node_endpoints
+    if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_node_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareAcknowledgeResponseNodeEndpoint_v0(e, out)
+        for e_node_endpoints in x_node_endpoints:
+            _encode_ShareAcknowledgeResponseNodeEndpoint_v0(e_node_endpoints, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

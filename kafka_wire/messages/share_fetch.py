@@ -261,16 +261,16 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tu
 
 def _encode_ShareFetchRequestAcknowledgementBatch_v0(o: ShareFetchRequestAcknowledgementBatch, out: bytearray) -> None:
     out += _S0.pack(o.first_offset, o.last_offset)
-    x = o.acknowledge_types
-    if x is None:
+    x_acknowledge_types = o.acknowledge_types
+    if x_acknowledge_types is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_acknowledge_types) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}b', *x)
+        out += _pack(f'>{len(x_acknowledge_types)}b', *x_acknowledge_types)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -293,12 +293,12 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
     else:
         if n > blen - pos:
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
+        app_acknowledgement_batches = lst_acknowledgement_batches.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
-            app(x)
-        o.acknowledgement_batches = lst
+            x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
+            app_acknowledgement_batches(x_acknowledgement_batches)
+        o.acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -323,17 +323,17 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
 
 def _encode_ShareFetchRequestFetchPartition_v0(o: ShareFetchRequestFetchPartition, out: bytearray) -> None:
     out += _S1.pack(o.partition_index, o.partition_max_bytes)
-    x = o.acknowledgement_batches
-    if x is None:
+    x_acknowledgement_batches = o.acknowledgement_batches
+    if x_acknowledgement_batches is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgementBatches is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_acknowledgement_batches) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestAcknowledgementBatch_v0(e, out)
+        for e_acknowledgement_batches in x_acknowledgement_batches:
+            _encode_ShareFetchRequestAcknowledgementBatch_v0(e_acknowledgement_batches, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -357,12 +357,12 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
     else:
         if n > blen - pos:
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
+        app_acknowledgement_batches = lst_acknowledgement_batches.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
-            app(x)
-        o.acknowledgement_batches = lst
+            x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
+            app_acknowledgement_batches(x_acknowledgement_batches)
+        o.acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -389,17 +389,17 @@ def _encode_ShareFetchRequestFetchPartition_v1(o: ShareFetchRequestFetchPartitio
     if o.partition_max_bytes != 0:
         raise FieldNotInVersionError('non-default PartitionMaxBytes cannot be written', version=1)
     out += _S2.pack(o.partition_index)
-    x = o.acknowledgement_batches
-    if x is None:
+    x_acknowledgement_batches = o.acknowledgement_batches
+    if x_acknowledgement_batches is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgementBatches is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_acknowledgement_batches) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestAcknowledgementBatch_v0(e, out)
+        for e_acknowledgement_batches in x_acknowledgement_batches:
+            _encode_ShareFetchRequestAcknowledgementBatch_v0(e_acknowledgement_batches, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -423,12 +423,12 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareF
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ShareFetchRequestFetchPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -453,17 +453,17 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareF
 
 def _encode_ShareFetchRequestFetchTopic_v0(o: ShareFetchRequestFetchTopic, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestFetchPartition_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ShareFetchRequestFetchPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -487,12 +487,12 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareF
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ShareFetchRequestFetchPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchPartition_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -517,17 +517,17 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareF
 
 def _encode_ShareFetchRequestFetchTopic_v1(o: ShareFetchRequestFetchTopic, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestFetchPartition_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_ShareFetchRequestFetchPartition_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -577,16 +577,16 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
 
 def _encode_ShareFetchRequestForgottenTopic_v0(o: ShareFetchRequestForgottenTopic, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -645,12 +645,12 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ShareFetchRequestFetchTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -662,12 +662,12 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -695,57 +695,57 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, out: bytearray) -> None:
         raise FieldNotInVersionError('non-default MaxRecords cannot be written', version=0)
     if o.batch_size != 0:
         raise FieldNotInVersionError('non-default BatchSize cannot be written', version=0)
-    if o.is_renew_ack != False:
+    if bool(o.is_renew_ack):
         raise FieldNotInVersionError('non-default IsRenewAck cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S4.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestFetchTopic_v0(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_ShareFetchRequestFetchTopic_v0(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestForgottenTopic_v0(e, out)
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_ShareFetchRequestForgottenTopic_v0(e_forgotten_topics_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -802,12 +802,12 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ShareFetchRequestFetchTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -819,12 +819,12 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -848,57 +848,57 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
 
 
 def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, out: bytearray) -> None:
-    if o.is_renew_ack != False:
+    if bool(o.is_renew_ack):
         raise FieldNotInVersionError('non-default IsRenewAck cannot be written', version=1)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S5.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestFetchTopic_v1(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_ShareFetchRequestFetchTopic_v1(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestForgottenTopic_v0(e, out)
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_ShareFetchRequestForgottenTopic_v0(e_forgotten_topics_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -953,12 +953,12 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[ShareFetchRequestFetchTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -970,12 +970,12 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
     else:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
+        app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
-            app(x)
-        o.forgotten_topics_data = lst
+            x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
+            app_forgotten_topics_data(x_forgotten_topics_data)
+        o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -999,55 +999,55 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
 
 
 def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S6.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestFetchTopic_v1(e, out)
-    x = o.forgotten_topics_data
-    if x is None:
+        for e_topics in x_topics:
+            _encode_ShareFetchRequestFetchTopic_v1(e_topics, out)
+    x_forgotten_topics_data = o.forgotten_topics_data
+    if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_forgotten_topics_data) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchRequestForgottenTopic_v0(e, out)
+        for e_forgotten_topics_data in x_forgotten_topics_data:
+            _encode_ShareFetchRequestForgottenTopic_v0(e_forgotten_topics_data, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1190,12 +1190,12 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
     else:
         if n > blen - pos:
             raise _invalid('array AcquiredRecords declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
+        app_acquired_records = lst_acquired_records.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
-            app(x)
-        o.acquired_records = lst
+            x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
+            app_acquired_records(x_acquired_records)
+        o.acquired_records = lst_acquired_records
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1220,56 +1220,56 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
 
 def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionData, out: bytearray) -> None:
     out += _S8.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S9.pack(o.acknowledge_error_code)
-    x = o.acknowledge_error_message
-    if x is None:
+    x_acknowledge_error_message = o.acknowledge_error_message
+    if x_acknowledge_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_acknowledge_error_message = x_acknowledge_error_message.encode()
+        if len(b_acknowledge_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field AcknowledgeErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_acknowledge_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_acknowledge_error_message
     _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o.current_leader, out)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         out.append(0)
     else:
-        b = x
-        m = len(b) + 1
+        b_records = x_records
+        m = len(b_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.acquired_records
-    if x is None:
+        out += b_records
+    x_acquired_records = o.acquired_records
+    if x_acquired_records is None:
         raise ValueOutOfRangeError('non-nullable field AcquiredRecords is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_acquired_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponseAcquiredRecords_v0(e, out)
+        for e_acquired_records in x_acquired_records:
+            _encode_ShareFetchResponseAcquiredRecords_v0(e_acquired_records, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1342,12 +1342,12 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
     else:
         if n > blen - pos:
             raise _invalid('array AcquiredRecords declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
+        app_acquired_records = lst_acquired_records.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
-            app(x)
-        o.acquired_records = lst
+            x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
+            app_acquired_records(x_acquired_records)
+        o.acquired_records = lst_acquired_records
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1372,56 +1372,56 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
 
 def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionData, out: bytearray) -> None:
     out += _S8.pack(o.partition_index, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S9.pack(o.acknowledge_error_code)
-    x = o.acknowledge_error_message
-    if x is None:
+    x_acknowledge_error_message = o.acknowledge_error_message
+    if x_acknowledge_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_acknowledge_error_message = x_acknowledge_error_message.encode()
+        if len(b_acknowledge_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field AcknowledgeErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_acknowledge_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_acknowledge_error_message
     _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o.current_leader, out)
-    x = o.records
-    if x is None:
+    x_records = o.records
+    if x_records is None:
         raise ValueOutOfRangeError('non-nullable field Records is None', version=1)
     else:
-        b = x
-        m = len(b) + 1
+        b_records = x_records
+        m = len(b_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.acquired_records
-    if x is None:
+        out += b_records
+    x_acquired_records = o.acquired_records
+    if x_acquired_records is None:
         raise ValueOutOfRangeError('non-nullable field AcquiredRecords is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_acquired_records) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponseAcquiredRecords_v0(e, out)
+        for e_acquired_records in x_acquired_records:
+            _encode_ShareFetchResponseAcquiredRecords_v0(e_acquired_records, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1445,12 +1445,12 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: in
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ShareFetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ShareFetchResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1475,17 +1475,17 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: in
 
 def _encode_ShareFetchResponseShareFetchableTopicResponse_v0(o: ShareFetchResponseShareFetchableTopicResponse, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponsePartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_ShareFetchResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1509,12 +1509,12 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: in
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[ShareFetchResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponsePartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_ShareFetchResponsePartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1539,17 +1539,17 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: in
 
 def _encode_ShareFetchResponseShareFetchableTopicResponse_v1(o: ShareFetchResponseShareFetchableTopicResponse, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponsePartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_ShareFetchResponsePartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1619,33 +1619,33 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tuple[Sha
 
 def _encode_ShareFetchResponseNodeEndpoint_v0(o: ShareFetchResponseNodeEndpoint, out: bytearray) -> None:
     out += _S2.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.port)
-    x = o.rack
-    if x is None:
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1685,12 +1685,12 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ShareFetchResponseShareFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1702,12 +1702,12 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
     else:
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
+        app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
-            app(x)
-        o.node_endpoints = lst
+            x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
+            app_node_endpoints(x_node_endpoints)
+        o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1734,41 +1734,41 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, out: bytearray) -> None
     if o.acquisition_lock_timeout_ms != 0:
         raise FieldNotInVersionError('non-default AcquisitionLockTimeoutMs cannot be written', version=0)
     out += _S8.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.responses
-    if x is None:
+        out += b_error_message
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponseShareFetchableTopicResponse_v0(e, out)
-    x = o.node_endpoints
-    if x is None:
+        for e_responses in x_responses:
+            _encode_ShareFetchResponseShareFetchableTopicResponse_v0(e_responses, out)
+    x_node_endpoints = o.node_endpoints
+    if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_node_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponseNodeEndpoint_v0(e, out)
+        for e_node_endpoints in x_node_endpoints:
+            _encode_ShareFetchResponseNodeEndpoint_v0(e_node_endpoints, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1809,12 +1809,12 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
     else:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_responses: list[ShareFetchResponseShareFetchableTopicResponse] = []
+        app_responses = lst_responses.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
-            app(x)
-        o.responses = lst
+            x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
+            app_responses(x_responses)
+        o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1826,12 +1826,12 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
     else:
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
+        app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
-            app(x)
-        o.node_endpoints = lst
+            x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
+            app_node_endpoints(x_node_endpoints)
+        o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1856,42 +1856,42 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
 
 def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, out: bytearray) -> None:
     out += _S8.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     out += _S2.pack(o.acquisition_lock_timeout_ms)
-    x = o.responses
-    if x is None:
+    x_responses = o.responses
+    if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_responses) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponseShareFetchableTopicResponse_v1(e, out)
-    x = o.node_endpoints
-    if x is None:
+        for e_responses in x_responses:
+            _encode_ShareFetchResponseShareFetchableTopicResponse_v1(e_responses, out)
+    x_node_endpoints = o.node_endpoints
+    if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_node_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareFetchResponseNodeEndpoint_v0(e, out)
+        for e_node_endpoints in x_node_endpoints:
+            _encode_ShareFetchResponseNodeEndpoint_v0(e_node_endpoints, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -142,8 +142,8 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[ShareGro
     else:
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_group_ids: list[str] = []
+        app_group_ids = lst_group_ids.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -158,9 +158,9 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[ShareGro
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupIds')
-            app(buf[pos:end].decode())
+            app_group_ids(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst
+        o.group_ids = lst_group_ids
     o.include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -186,25 +186,25 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[ShareGro
 
 
 def _encode_ShareGroupDescribeRequest_v0(o: ShareGroupDescribeRequest, out: bytearray) -> None:
-    x = o.group_ids
-    if x is None:
+    x_group_ids = o.group_ids
+    if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_group_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_group_ids in x_group_ids:
+            b_group_ids = e_group_ids.encode()
+            if len(b_group_ids) > 0x7FFF:
                 raise ValueOutOfRangeError('string in GroupIds is too long', version=0)
-            m = len(b) + 1
+            m = len(b_group_ids) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_group_ids
     out += _S0.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -271,29 +271,29 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: int) -
 
 def _encode_ShareGroupDescribeResponseTopicPartitions_v0(o: ShareGroupDescribeResponseTopicPartitions, out: bytearray) -> None:
     out += _S1.pack(o.topic_id.bytes)
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -314,12 +314,12 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_partitions: list[ShareGroupDescribeResponseTopicPartitions] = []
+        app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x, pos = _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf, pos)
-            app(x)
-        o.topic_partitions = lst
+            x_topic_partitions, pos = _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf, pos)
+            app_topic_partitions(x_topic_partitions)
+        o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -343,17 +343,17 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_ShareGroupDescribeResponseAssignment_v0(o: ShareGroupDescribeResponseAssignment, out: bytearray) -> None:
-    x = o.topic_partitions
-    if x is None:
+    x_topic_partitions = o.topic_partitions
+    if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareGroupDescribeResponseTopicPartitions_v0(e, out)
+        for e_topic_partitions in x_topic_partitions:
+            _encode_ShareGroupDescribeResponseTopicPartitions_v0(e_topic_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -440,8 +440,8 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[S
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subscribed_topic_names: list[str] = []
+        app_subscribed_topic_names = lst_subscribed_topic_names.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -456,9 +456,9 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[S
             end = pos + n2
             if end > blen:
                 raise _truncated('SubscribedTopicNames')
-            app(buf[pos:end].decode())
+            app_subscribed_topic_names(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst
+        o.subscribed_topic_names = lst_subscribed_topic_names
     o.assignment, pos = _decode_ShareGroupDescribeResponseAssignment_v0(buf, pos)
     n = buf[pos]
     if n < 0x80:
@@ -483,78 +483,78 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[S
 
 
 def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_member_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     out += _S2.pack(o.member_epoch)
-    x = o.client_id
-    if x is None:
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_client_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_host
-    if x is None:
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
-        m = len(b) + 1
+        m = len(b_client_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.subscribed_topic_names
-    if x is None:
+        out += b_client_host
+    x_subscribed_topic_names = o.subscribed_topic_names
+    if x_subscribed_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field SubscribedTopicNames is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_subscribed_topic_names) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_subscribed_topic_names in x_subscribed_topic_names:
+            b_subscribed_topic_names = e_subscribed_topic_names.encode()
+            if len(b_subscribed_topic_names) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SubscribedTopicNames is too long', version=0)
-            m = len(b) + 1
+            m = len(b_subscribed_topic_names) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_subscribed_topic_names
     _encode_ShareGroupDescribeResponseAssignment_v0(o.assignment, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -644,12 +644,12 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[ShareGroupDescribeResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_ShareGroupDescribeResponseMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_ShareGroupDescribeResponseMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -676,70 +676,70 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) ->
 
 def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeResponseDescribedGroup, out: bytearray) -> None:
     out += _S3.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_error_message
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_state
     out += _S4.pack(o.group_epoch, o.assignment_epoch)
-    x = o.assignor_name
-    if x is None:
+    x_assignor_name = o.assignor_name
+    if x_assignor_name is None:
         raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_assignor_name = x_assignor_name.encode()
+        if len(b_assignor_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field AssignorName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_assignor_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.members
-    if x is None:
+        out += b_assignor_name
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareGroupDescribeResponseMember_v0(e, out)
+        for e_members in x_members:
+            _encode_ShareGroupDescribeResponseMember_v0(e_members, out)
     out += _S2.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -763,12 +763,12 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[ShareGr
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[ShareGroupDescribeResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -793,17 +793,17 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[ShareGr
 
 def _encode_ShareGroupDescribeResponse_v0(o: ShareGroupDescribeResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_ShareGroupDescribeResponseDescribedGroup_v0(e, out)
+        for e_groups in x_groups:
+            _encode_ShareGroupDescribeResponseDescribedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

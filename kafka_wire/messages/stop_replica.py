@@ -199,12 +199,12 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[StopReplicaRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaRequestPartitionState_v3(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_StopReplicaRequestPartitionState_v3(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -228,30 +228,30 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
 
 
 def _encode_StopReplicaRequestTopicState_v3(o: StopReplicaRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=3)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_states
-    if x is None:
+        out += b_topic_name
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_partition_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StopReplicaRequestPartitionState_v3(e, out)
+        for e_partition_states in x_partition_states:
+            _encode_StopReplicaRequestPartitionState_v3(e_partition_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -287,20 +287,20 @@ def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: int) -> tuple[StopRepl
 
 
 def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S1.pack(len(b))
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += _S1.pack(len(b_name))
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partition_indexes)}i', len(x_partition_indexes), *x_partition_indexes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -360,29 +360,29 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopRepl
 
 
 def _encode_StopReplicaRequestTopicV1_v2(o: StopReplicaRequestTopicV1, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -411,15 +411,15 @@ def _decode_StopReplicaRequestPartitionV0_v0(buf: bytes, pos: int) -> tuple[Stop
 
 
 def _encode_StopReplicaRequestPartitionV0_v0(o: StopReplicaRequestPartitionV0, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S2.pack(o.partition_index)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -439,31 +439,31 @@ def _decode_StopReplicaRequest_v0(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partitions: list[StopReplicaRequestPartitionV0] = []
+        app_ungrouped_partitions = lst_ungrouped_partitions.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaRequestPartitionV0_v0(buf, pos)
-            app(x)
-        o.ungrouped_partitions = lst
+            x_ungrouped_partitions, pos = _decode_StopReplicaRequestPartitionV0_v0(buf, pos)
+            app_ungrouped_partitions(x_ungrouped_partitions)
+        o.ungrouped_partitions = lst_ungrouped_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_StopReplicaRequest_v0(o: StopReplicaRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
     out += _S0.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
-    x = o.ungrouped_partitions
-    if x is None:
+    x_ungrouped_partitions = o.ungrouped_partitions
+    if x_ungrouped_partitions is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitions is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_StopReplicaRequestPartitionV0_v0(e, out)
+        out += _S2.pack(len(x_ungrouped_partitions))
+        for e_ungrouped_partitions in x_ungrouped_partitions:
+            _encode_StopReplicaRequestPartitionV0_v0(e_ungrouped_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -481,31 +481,31 @@ def _decode_StopReplicaRequest_v1(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[StopReplicaRequestTopicV1] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaRequestTopicV1_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_StopReplicaRequestTopicV1_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_StopReplicaRequest_v1(o: StopReplicaRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=1)
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_StopReplicaRequestTopicV1_v1(e, out)
+        out += _S2.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_StopReplicaRequestTopicV1_v1(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -529,12 +529,12 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[StopReplicaRequestTopicV1] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaRequestTopicV1_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_StopReplicaRequestTopicV1_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -558,24 +558,24 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
 
 
 def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=2)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=2)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=2)
     out += _S5.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StopReplicaRequestTopicV1_v2(e, out)
+        for e_topics in x_topics:
+            _encode_StopReplicaRequestTopicV1_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -602,12 +602,12 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[StopReplicaRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -631,26 +631,26 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequ
 
 
 def _encode_StopReplicaRequest_v3(o: StopReplicaRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
-    if o.delete_partitions != False:
+    if bool(o.delete_partitions):
         raise FieldNotInVersionError('non-default DeletePartitions cannot be written', version=3)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=3)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=3)
     out += _S6.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StopReplicaRequestTopicState_v3(e, out)
+        for e_topic_states in x_topic_states:
+            _encode_StopReplicaRequestTopicState_v3(e_topic_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -676,12 +676,12 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[StopReplicaRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -705,24 +705,24 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: int) -> tuple[StopReplicaRequ
 
 
 def _encode_StopReplicaRequest_v4(o: StopReplicaRequest, out: bytearray) -> None:
-    if o.delete_partitions != False:
+    if bool(o.delete_partitions):
         raise FieldNotInVersionError('non-default DeletePartitions cannot be written', version=4)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=4)
     out += _S7.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StopReplicaRequestTopicState_v3(e, out)
+        for e_topic_states in x_topic_states:
+            _encode_StopReplicaRequestTopicState_v3(e_topic_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -751,15 +751,15 @@ def _decode_StopReplicaResponsePartitionError_v0(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_StopReplicaResponsePartitionError_v0(o: StopReplicaResponsePartitionError, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S1.pack(len(b))
-        out += b
+        out += _S1.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S8.pack(o.partition_index, o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -809,19 +809,19 @@ def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: int) -> tuple[
 
 
 def _encode_StopReplicaResponsePartitionError_v2(o: StopReplicaResponsePartitionError, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S8.pack(o.partition_index, o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -839,25 +839,25 @@ def _decode_StopReplicaResponse_v0(buf: bytes, pos: int) -> tuple[StopReplicaRes
     else:
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_errors: list[StopReplicaResponsePartitionError] = []
+        app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaResponsePartitionError_v0(buf, pos)
-            app(x)
-        o.partition_errors = lst
+            x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v0(buf, pos)
+            app_partition_errors(x_partition_errors)
+        o.partition_errors = lst_partition_errors
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_StopReplicaResponse_v0(o: StopReplicaResponse, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.partition_errors
-    if x is None:
+    x_partition_errors = o.partition_errors
+    if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=0)
     else:
-        out += _S2.pack(len(x))
-        for e in x:
-            _encode_StopReplicaResponsePartitionError_v0(e, out)
+        out += _S2.pack(len(x_partition_errors))
+        for e_partition_errors in x_partition_errors:
+            _encode_StopReplicaResponsePartitionError_v0(e_partition_errors, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -878,12 +878,12 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
     else:
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_errors: list[StopReplicaResponsePartitionError] = []
+        app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x, pos = _decode_StopReplicaResponsePartitionError_v2(buf, pos)
-            app(x)
-        o.partition_errors = lst
+            x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v2(buf, pos)
+            app_partition_errors(x_partition_errors)
+        o.partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -908,17 +908,17 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
 
 def _encode_StopReplicaResponse_v2(o: StopReplicaResponse, out: bytearray) -> None:
     out += _S1.pack(o.error_code)
-    x = o.partition_errors
-    if x is None:
+    x_partition_errors = o.partition_errors
+    if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partition_errors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StopReplicaResponsePartitionError_v2(e, out)
+        for e_partition_errors in x_partition_errors:
+            _encode_StopReplicaResponsePartitionError_v2(e_partition_errors, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -312,8 +312,8 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Stream
     else:
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_group_ids: list[str] = []
+        app_group_ids = lst_group_ids.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -328,9 +328,9 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Stream
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupIds')
-            app(buf[pos:end].decode())
+            app_group_ids(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst
+        o.group_ids = lst_group_ids
     o.include_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -356,27 +356,27 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Stream
 
 
 def _encode_StreamsGroupDescribeRequest_v0(o: StreamsGroupDescribeRequest, out: bytearray) -> None:
-    if o.include_topology_description != False:
+    if bool(o.include_topology_description):
         raise FieldNotInVersionError('non-default IncludeTopologyDescription cannot be written', version=0)
-    x = o.group_ids
-    if x is None:
+    x_group_ids = o.group_ids
+    if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_group_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_group_ids in x_group_ids:
+            b_group_ids = e_group_ids.encode()
+            if len(b_group_ids) > 0x7FFF:
                 raise ValueOutOfRangeError('string in GroupIds is too long', version=0)
-            m = len(b) + 1
+            m = len(b_group_ids) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_group_ids
     out += _S0.pack(o.include_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -398,8 +398,8 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[Stream
     else:
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_group_ids: list[str] = []
+        app_group_ids = lst_group_ids.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -414,9 +414,9 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[Stream
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupIds')
-            app(buf[pos:end].decode())
+            app_group_ids(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst
+        o.group_ids = lst_group_ids
     o.include_authorized_operations, o.include_topology_description = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -442,25 +442,25 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[Stream
 
 
 def _encode_StreamsGroupDescribeRequest_v1(o: StreamsGroupDescribeRequest, out: bytearray) -> None:
-    x = o.group_ids
-    if x is None:
+    x_group_ids = o.group_ids
+    if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_group_ids) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_group_ids in x_group_ids:
+            b_group_ids = e_group_ids.encode()
+            if len(b_group_ids) > 0x7FFF:
                 raise ValueOutOfRangeError('string in GroupIds is too long', version=1)
-            m = len(b) + 1
+            m = len(b_group_ids) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_group_ids
     out += _S1.pack(o.include_authorized_operations, o.include_topology_description)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -526,32 +526,32 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_StreamsGroupDescribeResponseKeyValue_v0(o: StreamsGroupDescribeResponseKeyValue, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=0)
-        m = len(b) + 1
+        m = len(b_key) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_key
+    x_value = o.value
+    if x_value is None:
         raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -590,12 +590,12 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array TopicConfigs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_configs: list[StreamsGroupDescribeResponseKeyValue] = []
+        app_topic_configs = lst_topic_configs.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
-            app(x)
-        o.topic_configs = lst
+            x_topic_configs, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
+            app_topic_configs(x_topic_configs)
+        o.topic_configs = lst_topic_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -619,31 +619,31 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResponseTopicInfo, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S2.pack(o.partitions, o.replication_factor)
-    x = o.topic_configs
-    if x is None:
+    x_topic_configs = o.topic_configs
+    if x_topic_configs is None:
         raise ValueOutOfRangeError('non-nullable field TopicConfigs is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseKeyValue_v0(e, out)
+        for e_topic_configs in x_topic_configs:
+            _encode_StreamsGroupDescribeResponseKeyValue_v0(e_topic_configs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -680,8 +680,8 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_source_topics: list[str] = []
+        app_source_topics = lst_source_topics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -696,9 +696,9 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
             end = pos + n2
             if end > blen:
                 raise _truncated('SourceTopics')
-            app(buf[pos:end].decode())
+            app_source_topics(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst
+        o.source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -710,8 +710,8 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array RepartitionSinkTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_repartition_sink_topics: list[str] = []
+        app_repartition_sink_topics = lst_repartition_sink_topics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -726,9 +726,9 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
             end = pos + n2
             if end > blen:
                 raise _truncated('RepartitionSinkTopics')
-            app(buf[pos:end].decode())
+            app_repartition_sink_topics(buf[pos:end].decode())
             pos = end
-        o.repartition_sink_topics = lst
+        o.repartition_sink_topics = lst_repartition_sink_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -740,12 +740,12 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array StateChangelogTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_changelog_topics: list[StreamsGroupDescribeResponseTopicInfo] = []
+        app_state_changelog_topics = lst_state_changelog_topics.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
-            app(x)
-        o.state_changelog_topics = lst
+            x_state_changelog_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
+            app_state_changelog_topics(x_state_changelog_topics)
+        o.state_changelog_topics = lst_state_changelog_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -757,12 +757,12 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array RepartitionSourceTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_repartition_source_topics: list[StreamsGroupDescribeResponseTopicInfo] = []
+        app_repartition_source_topics = lst_repartition_source_topics.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
-            app(x)
-        o.repartition_source_topics = lst
+            x_repartition_source_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
+            app_repartition_source_topics(x_repartition_source_topics)
+        o.repartition_source_topics = lst_repartition_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -786,79 +786,79 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
 
 
 def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeResponseSubtopology, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.source_topics
-    if x is None:
+        out += b_subtopology_id
+    x_source_topics = o.source_topics
+    if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_source_topics in x_source_topics:
+            b_source_topics = e_source_topics.encode()
+            if len(b_source_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SourceTopics is too long', version=0)
-            m = len(b) + 1
+            m = len(b_source_topics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.repartition_sink_topics
-    if x is None:
+            out += b_source_topics
+    x_repartition_sink_topics = o.repartition_sink_topics
+    if x_repartition_sink_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSinkTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_repartition_sink_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_repartition_sink_topics in x_repartition_sink_topics:
+            b_repartition_sink_topics = e_repartition_sink_topics.encode()
+            if len(b_repartition_sink_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in RepartitionSinkTopics is too long', version=0)
-            m = len(b) + 1
+            m = len(b_repartition_sink_topics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.state_changelog_topics
-    if x is None:
+            out += b_repartition_sink_topics
+    x_state_changelog_topics = o.state_changelog_topics
+    if x_state_changelog_topics is None:
         raise ValueOutOfRangeError('non-nullable field StateChangelogTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_state_changelog_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTopicInfo_v0(e, out)
-    x = o.repartition_source_topics
-    if x is None:
+        for e_state_changelog_topics in x_state_changelog_topics:
+            _encode_StreamsGroupDescribeResponseTopicInfo_v0(e_state_changelog_topics, out)
+    x_repartition_source_topics = o.repartition_source_topics
+    if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_repartition_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTopicInfo_v0(e, out)
+        for e_repartition_source_topics in x_repartition_source_topics:
+            _encode_StreamsGroupDescribeResponseTopicInfo_v0(e_repartition_source_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -881,12 +881,12 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subtopologies: list[StreamsGroupDescribeResponseSubtopology] = []
+        app_subtopologies = lst_subtopologies.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseSubtopology_v0(buf, pos)
-            app(x)
-        o.subtopologies = lst
+            x_subtopologies, pos = _decode_StreamsGroupDescribeResponseSubtopology_v0(buf, pos)
+            app_subtopologies(x_subtopologies)
+        o.subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -911,17 +911,17 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: int) -> tup
 
 def _encode_StreamsGroupDescribeResponseTopology_v0(o: StreamsGroupDescribeResponseTopology, out: bytearray) -> None:
     out += _S3.pack(o.epoch)
-    x = o.subtopologies
-    if x is None:
+    x_subtopologies = o.subtopologies
+    if x_subtopologies is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_subtopologies) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseSubtopology_v0(e, out)
+        for e_subtopologies in x_subtopologies:
+            _encode_StreamsGroupDescribeResponseSubtopology_v0(e_subtopologies, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -972,19 +972,19 @@ def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_StreamsGroupDescribeResponseEndpoint_v0(o: StreamsGroupDescribeResponseEndpoint, out: bytearray) -> None:
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1036,19 +1036,19 @@ def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_StreamsGroupDescribeResponseTaskOffset_v0(o: StreamsGroupDescribeResponseTaskOffset, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_subtopology_id
     out += _S5.pack(o.partition, o.offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1111,29 +1111,29 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_StreamsGroupDescribeResponseTaskIds_v0(o: StreamsGroupDescribeResponseTaskIds, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_subtopology_id
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1154,12 +1154,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_active_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
+        app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.active_tasks = lst
+            x_active_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
+            app_active_tasks(x_active_tasks)
+        o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1171,12 +1171,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_standby_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
+        app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.standby_tasks = lst
+            x_standby_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
+            app_standby_tasks(x_standby_tasks)
+        o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1188,12 +1188,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_warmup_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
+        app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.warmup_tasks = lst
+            x_warmup_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
+            app_warmup_tasks(x_warmup_tasks)
+        o.warmup_tasks = lst_warmup_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1217,39 +1217,39 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeResponseAssignment, out: bytearray) -> None:
-    x = o.active_tasks
-    if x is None:
+    x_active_tasks = o.active_tasks
+    if x_active_tasks is None:
         raise ValueOutOfRangeError('non-nullable field ActiveTasks is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_active_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTaskIds_v0(e, out)
-    x = o.standby_tasks
-    if x is None:
+        for e_active_tasks in x_active_tasks:
+            _encode_StreamsGroupDescribeResponseTaskIds_v0(e_active_tasks, out)
+    x_standby_tasks = o.standby_tasks
+    if x_standby_tasks is None:
         raise ValueOutOfRangeError('non-nullable field StandbyTasks is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_standby_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTaskIds_v0(e, out)
-    x = o.warmup_tasks
-    if x is None:
+        for e_standby_tasks in x_standby_tasks:
+            _encode_StreamsGroupDescribeResponseTaskIds_v0(e_standby_tasks, out)
+    x_warmup_tasks = o.warmup_tasks
+    if x_warmup_tasks is None:
         raise ValueOutOfRangeError('non-nullable field WarmupTasks is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_warmup_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTaskIds_v0(e, out)
+        for e_warmup_tasks in x_warmup_tasks:
+            _encode_StreamsGroupDescribeResponseTaskIds_v0(e_warmup_tasks, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1376,12 +1376,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array ClientTags declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_client_tags: list[StreamsGroupDescribeResponseKeyValue] = []
+        app_client_tags = lst_client_tags.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
-            app(x)
-        o.client_tags = lst
+            x_client_tags, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
+            app_client_tags(x_client_tags)
+        o.client_tags = lst_client_tags
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1393,12 +1393,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_task_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
+        app_task_offsets = lst_task_offsets.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
-            app(x)
-        o.task_offsets = lst
+            x_task_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
+            app_task_offsets(x_task_offsets)
+        o.task_offsets = lst_task_offsets
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1410,12 +1410,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
     else:
         if n > blen - pos:
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_task_end_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
+        app_task_end_offsets = lst_task_end_offsets.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
-            app(x)
-        o.task_end_offsets = lst
+            x_task_end_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
+            app_task_end_offsets(x_task_end_offsets)
+        o.task_end_offsets = lst_task_end_offsets
     o.assignment, pos = _decode_StreamsGroupDescribeResponseAssignment_v0(buf, pos)
     o.target_assignment, pos = _decode_StreamsGroupDescribeResponseAssignment_v0(buf, pos)
     o.is_classic, = _S0.unpack_from(buf, pos)
@@ -1443,125 +1443,125 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
 
 
 def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeResponseMember, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S3.pack(o.member_epoch)
-    x = o.instance_id
-    if x is None:
+    x_instance_id = o.instance_id
+    if x_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_instance_id = x_instance_id.encode()
+        if len(b_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field InstanceId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_instance_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_id
-    if x is None:
+        out += b_rack_id
+    x_client_id = o.client_id
+    if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_id = x_client_id.encode()
+        if len(b_client_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_client_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.client_host
-    if x is None:
+        out += b_client_id
+    x_client_host = o.client_host
+    if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_client_host = x_client_host.encode()
+        if len(b_client_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
-        m = len(b) + 1
+        m = len(b_client_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_client_host
     out += _S3.pack(o.topology_epoch)
-    x = o.process_id
-    if x is None:
+    x_process_id = o.process_id
+    if x_process_id is None:
         raise ValueOutOfRangeError('non-nullable field ProcessId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_process_id = x_process_id.encode()
+        if len(b_process_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProcessId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_process_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.user_endpoint
-    if x is None:
+        out += b_process_id
+    x_user_endpoint = o.user_endpoint
+    if x_user_endpoint is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_StreamsGroupDescribeResponseEndpoint_v0(x, out)
-    x = o.client_tags
-    if x is None:
+        _encode_StreamsGroupDescribeResponseEndpoint_v0(x_user_endpoint, out)
+    x_client_tags = o.client_tags
+    if x_client_tags is None:
         raise ValueOutOfRangeError('non-nullable field ClientTags is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_client_tags) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseKeyValue_v0(e, out)
-    x = o.task_offsets
-    if x is None:
+        for e_client_tags in x_client_tags:
+            _encode_StreamsGroupDescribeResponseKeyValue_v0(e_client_tags, out)
+    x_task_offsets = o.task_offsets
+    if x_task_offsets is None:
         raise ValueOutOfRangeError('non-nullable field TaskOffsets is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_task_offsets) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTaskOffset_v0(e, out)
-    x = o.task_end_offsets
-    if x is None:
+        for e_task_offsets in x_task_offsets:
+            _encode_StreamsGroupDescribeResponseTaskOffset_v0(e_task_offsets, out)
+    x_task_end_offsets = o.task_end_offsets
+    if x_task_end_offsets is None:
         raise ValueOutOfRangeError('non-nullable field TaskEndOffsets is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_task_end_offsets) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTaskOffset_v0(e, out)
+        for e_task_end_offsets in x_task_end_offsets:
+            _encode_StreamsGroupDescribeResponseTaskOffset_v0(e_task_end_offsets, out)
     _encode_StreamsGroupDescribeResponseAssignment_v0(o.assignment, out)
     _encode_StreamsGroupDescribeResponseAssignment_v0(o.target_assignment, out)
     out += _S0.pack(o.is_classic)
@@ -1603,8 +1603,8 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
     else:
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_source_topics: list[str] = []
+        app_source_topics = lst_source_topics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -1619,9 +1619,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
             end = pos + n2
             if end > blen:
                 raise _truncated('SourceTopics')
-            app(buf[pos:end].decode())
+            app_source_topics(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst
+        o.source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1649,8 +1649,8 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
     else:
         if n > blen - pos:
             raise _invalid('array Stores declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_stores: list[str] = []
+        app_stores = lst_stores.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -1665,9 +1665,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
             end = pos + n2
             if end > blen:
                 raise _truncated('Stores')
-            app(buf[pos:end].decode())
+            app_stores(buf[pos:end].decode())
             pos = end
-        o.stores = lst
+        o.stores = lst_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1679,8 +1679,8 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
     else:
         if n > blen - pos:
             raise _invalid('array Successors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_successors: list[str] = []
+        app_successors = lst_successors.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -1695,9 +1695,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
             end = pos + n2
             if end > blen:
                 raise _truncated('Successors')
-            app(buf[pos:end].decode())
+            app_successors(buf[pos:end].decode())
             pos = end
-        o.successors = lst
+        o.successors = lst_successors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1721,90 +1721,90 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGroupDescribeResponseTopologyDescriptionNode, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S6.pack(o.node_type)
-    x = o.source_topics
-    if x is None:
+    x_source_topics = o.source_topics
+    if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_source_topics in x_source_topics:
+            b_source_topics = e_source_topics.encode()
+            if len(b_source_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SourceTopics is too long', version=1)
-            m = len(b) + 1
+            m = len(b_source_topics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.sink_topic
-    if x is None:
+            out += b_source_topics
+    x_sink_topic = o.sink_topic
+    if x_sink_topic is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_sink_topic = x_sink_topic.encode()
+        if len(b_sink_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field SinkTopic is too long', version=1)
-        m = len(b) + 1
+        m = len(b_sink_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.stores
-    if x is None:
+        out += b_sink_topic
+    x_stores = o.stores
+    if x_stores is None:
         raise ValueOutOfRangeError('non-nullable field Stores is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_stores) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_stores in x_stores:
+            b_stores = e_stores.encode()
+            if len(b_stores) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Stores is too long', version=1)
-            m = len(b) + 1
+            m = len(b_stores) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.successors
-    if x is None:
+            out += b_stores
+    x_successors = o.successors
+    if x_successors is None:
         raise ValueOutOfRangeError('non-nullable field Successors is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_successors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_successors in x_successors:
+            b_successors = e_successors.encode()
+            if len(b_successors) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Successors is too long', version=1)
-            m = len(b) + 1
+            m = len(b_successors) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_successors
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1841,12 +1841,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
     else:
         if n > blen - pos:
             raise _invalid('array Nodes declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_nodes: list[StreamsGroupDescribeResponseTopologyDescriptionNode] = []
+        app_nodes = lst_nodes.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
-            app(x)
-        o.nodes = lst
+            x_nodes, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
+            app_nodes(x_nodes)
+        o.nodes = lst_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1870,30 +1870,30 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(o: StreamsGroupDescribeResponseTopologyDescriptionSubtopology, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.nodes
-    if x is None:
+        out += b_subtopology_id
+    x_nodes = o.nodes
+    if x_nodes is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(e, out)
+        for e_nodes in x_nodes:
+            _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(e_nodes, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1950,12 +1950,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
     else:
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subtopologies: list[StreamsGroupDescribeResponseTopologyDescriptionSubtopology] = []
+        app_subtopologies = lst_subtopologies.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf, pos)
-            app(x)
-        o.subtopologies = lst
+            x_subtopologies, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf, pos)
+            app_subtopologies(x_subtopologies)
+        o.subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1967,12 +1967,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
     else:
         if n > blen - pos:
             raise _invalid('array GlobalStores declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_global_stores: list[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore] = []
+        app_global_stores = lst_global_stores.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf, pos)
-            app(x)
-        o.global_stores = lst
+            x_global_stores, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf, pos)
+            app_global_stores(x_global_stores)
+        o.global_stores = lst_global_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1996,28 +1996,28 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescription_v1(o: StreamsGroupDescribeResponseTopologyDescription, out: bytearray) -> None:
-    x = o.subtopologies
-    if x is None:
+    x_subtopologies = o.subtopologies
+    if x_subtopologies is None:
         raise ValueOutOfRangeError('non-nullable field Subtopologies is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_subtopologies) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(e, out)
-    x = o.global_stores
-    if x is None:
+        for e_subtopologies in x_subtopologies:
+            _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(e_subtopologies, out)
+    x_global_stores = o.global_stores
+    if x_global_stores is None:
         raise ValueOutOfRangeError('non-nullable field GlobalStores is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_global_stores) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(e, out)
+        for e_global_stores in x_global_stores:
+            _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(e_global_stores, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2097,12 +2097,12 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) 
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[StreamsGroupDescribeResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2133,63 +2133,63 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
     if o.topology_description_status != 0:
         raise FieldNotInVersionError('non-default TopologyDescriptionStatus cannot be written', version=0)
     out += _S7.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_error_message
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_state
     out += _S9.pack(o.group_epoch, o.assignment_epoch)
-    x = o.topology
-    if x is None:
+    x_topology = o.topology
+    if x_topology is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_StreamsGroupDescribeResponseTopology_v0(x, out)
-    x = o.members
-    if x is None:
+        _encode_StreamsGroupDescribeResponseTopology_v0(x_topology, out)
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseMember_v0(e, out)
+        for e_members in x_members:
+            _encode_StreamsGroupDescribeResponseMember_v0(e_members, out)
     out += _S3.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -2267,12 +2267,12 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) 
     else:
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_members: list[StreamsGroupDescribeResponseMember] = []
+        app_members = lst_members.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
-            app(x)
-        o.members = lst
+            x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
+            app_members(x_members)
+        o.members = lst_members
     o.authorized_operations, n = _S10.unpack_from(buf, pos)
     pos += 5
     if n < 0:
@@ -2321,84 +2321,84 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) 
 
 def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescribeResponseDescribedGroup, out: bytearray) -> None:
     out += _S7.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_error_message
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_state
-    if x is None:
+        out += b_group_id
+    x_group_state = o.group_state
+    if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_state = x_group_state.encode()
+        if len(b_group_state) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupState is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_state) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_state
     out += _S9.pack(o.group_epoch, o.assignment_epoch)
-    x = o.topology
-    if x is None:
+    x_topology = o.topology
+    if x_topology is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_StreamsGroupDescribeResponseTopology_v0(x, out)
-    x = o.members
-    if x is None:
+        _encode_StreamsGroupDescribeResponseTopology_v0(x_topology, out)
+    x_members = o.members
+    if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_members) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseMember_v0(e, out)
+        for e_members in x_members:
+            _encode_StreamsGroupDescribeResponseMember_v0(e_members, out)
     out += _S3.pack(o.authorized_operations)
-    x = o.topology_description
-    if x is None:
+    x_topology_description = o.topology_description
+    if x_topology_description is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_StreamsGroupDescribeResponseTopologyDescription_v1(x, out)
+        _encode_StreamsGroupDescribeResponseTopologyDescription_v1(x_topology_description, out)
     out += _S6.pack(o.topology_description_status)
-    x = o.assignor_name
-    if x is None:
+    x_assignor_name = o.assignor_name
+    if x_assignor_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_assignor_name = x_assignor_name.encode()
+        if len(b_assignor_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field AssignorName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_assignor_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_assignor_name
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2421,12 +2421,12 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[StreamsGroupDescribeResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2451,17 +2451,17 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Strea
 
 def _encode_StreamsGroupDescribeResponse_v0(o: StreamsGroupDescribeResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseDescribedGroup_v0(e, out)
+        for e_groups in x_groups:
+            _encode_StreamsGroupDescribeResponseDescribedGroup_v0(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2484,12 +2484,12 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_groups: list[StreamsGroupDescribeResponseDescribedGroup] = []
+        app_groups = lst_groups.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
-            app(x)
-        o.groups = lst
+            x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
+            app_groups(x_groups)
+        o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2514,17 +2514,17 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Strea
 
 def _encode_StreamsGroupDescribeResponse_v1(o: StreamsGroupDescribeResponse, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms)
-    x = o.groups
-    if x is None:
+    x_groups = o.groups
+    if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupDescribeResponseDescribedGroup_v1(e, out)
+        for e_groups in x_groups:
+            _encode_StreamsGroupDescribeResponseDescribedGroup_v1(e_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

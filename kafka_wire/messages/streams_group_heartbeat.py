@@ -351,32 +351,32 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_StreamsGroupHeartbeatRequestKeyValue_v0(o: StreamsGroupHeartbeatRequestKeyValue, out: bytearray) -> None:
-    x = o.key
-    if x is None:
+    x_key = o.key
+    if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_key = x_key.encode()
+        if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=0)
-        m = len(b) + 1
+        m = len(b_key) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.value
-    if x is None:
+        out += b_key
+    x_value = o.value
+    if x_value is None:
         raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_value = x_value.encode()
+        if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        m = len(b) + 1
+        m = len(b_value) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_value
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -415,12 +415,12 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
     else:
         if n > blen - pos:
             raise _invalid('array TopicConfigs declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_configs: list[StreamsGroupHeartbeatRequestKeyValue] = []
+        app_topic_configs = lst_topic_configs.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
-            app(x)
-        o.topic_configs = lst
+            x_topic_configs, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
+            app_topic_configs(x_topic_configs)
+        o.topic_configs = lst_topic_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -444,31 +444,31 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatRequestTopicInfo, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S0.pack(o.partitions, o.replication_factor)
-    x = o.topic_configs
-    if x is None:
+    x_topic_configs = o.topic_configs
+    if x_topic_configs is None:
         raise ValueOutOfRangeError('non-nullable field TopicConfigs is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topic_configs) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e, out)
+        for e_topic_configs in x_topic_configs:
+            _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e_topic_configs, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -540,36 +540,36 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
 
 
 def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeartbeatRequestCopartitionGroup, out: bytearray) -> None:
-    x = o.source_topics
-    if x is None:
+    x_source_topics = o.source_topics
+    if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}h', *x)
-    x = o.source_topic_regex
-    if x is None:
+        out += _pack(f'>{len(x_source_topics)}h', *x_source_topics)
+    x_source_topic_regex = o.source_topic_regex
+    if x_source_topic_regex is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_source_topic_regex) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}h', *x)
-    x = o.repartition_source_topics
-    if x is None:
+        out += _pack(f'>{len(x_source_topic_regex)}h', *x_source_topic_regex)
+    x_repartition_source_topics = o.repartition_source_topics
+    if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_repartition_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}h', *x)
+        out += _pack(f'>{len(x_repartition_source_topics)}h', *x_repartition_source_topics)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -606,8 +606,8 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_source_topics: list[str] = []
+        app_source_topics = lst_source_topics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -622,9 +622,9 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             end = pos + n2
             if end > blen:
                 raise _truncated('SourceTopics')
-            app(buf[pos:end].decode())
+            app_source_topics(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst
+        o.source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -636,8 +636,8 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array SourceTopicRegex declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_source_topic_regex: list[str] = []
+        app_source_topic_regex = lst_source_topic_regex.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -652,9 +652,9 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             end = pos + n2
             if end > blen:
                 raise _truncated('SourceTopicRegex')
-            app(buf[pos:end].decode())
+            app_source_topic_regex(buf[pos:end].decode())
             pos = end
-        o.source_topic_regex = lst
+        o.source_topic_regex = lst_source_topic_regex
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -666,12 +666,12 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array StateChangelogTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_changelog_topics: list[StreamsGroupHeartbeatRequestTopicInfo] = []
+        app_state_changelog_topics = lst_state_changelog_topics.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
-            app(x)
-        o.state_changelog_topics = lst
+            x_state_changelog_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
+            app_state_changelog_topics(x_state_changelog_topics)
+        o.state_changelog_topics = lst_state_changelog_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -683,8 +683,8 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array RepartitionSinkTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_repartition_sink_topics: list[str] = []
+        app_repartition_sink_topics = lst_repartition_sink_topics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -699,9 +699,9 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             end = pos + n2
             if end > blen:
                 raise _truncated('RepartitionSinkTopics')
-            app(buf[pos:end].decode())
+            app_repartition_sink_topics(buf[pos:end].decode())
             pos = end
-        o.repartition_sink_topics = lst
+        o.repartition_sink_topics = lst_repartition_sink_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -713,12 +713,12 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array RepartitionSourceTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_repartition_source_topics: list[StreamsGroupHeartbeatRequestTopicInfo] = []
+        app_repartition_source_topics = lst_repartition_source_topics.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
-            app(x)
-        o.repartition_source_topics = lst
+            x_repartition_source_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
+            app_repartition_source_topics(x_repartition_source_topics)
+        o.repartition_source_topics = lst_repartition_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -730,12 +730,12 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array CopartitionGroups declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_copartition_groups: list[StreamsGroupHeartbeatRequestCopartitionGroup] = []
+        app_copartition_groups = lst_copartition_groups.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf, pos)
-            app(x)
-        o.copartition_groups = lst
+            x_copartition_groups, pos = _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf, pos)
+            app_copartition_groups(x_copartition_groups)
+        o.copartition_groups = lst_copartition_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -759,109 +759,109 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
 
 
 def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatRequestSubtopology, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.source_topics
-    if x is None:
+        out += b_subtopology_id
+    x_source_topics = o.source_topics
+    if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_source_topics in x_source_topics:
+            b_source_topics = e_source_topics.encode()
+            if len(b_source_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SourceTopics is too long', version=0)
-            m = len(b) + 1
+            m = len(b_source_topics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.source_topic_regex
-    if x is None:
+            out += b_source_topics
+    x_source_topic_regex = o.source_topic_regex
+    if x_source_topic_regex is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_source_topic_regex) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_source_topic_regex in x_source_topic_regex:
+            b_source_topic_regex = e_source_topic_regex.encode()
+            if len(b_source_topic_regex) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SourceTopicRegex is too long', version=0)
-            m = len(b) + 1
+            m = len(b_source_topic_regex) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.state_changelog_topics
-    if x is None:
+            out += b_source_topic_regex
+    x_state_changelog_topics = o.state_changelog_topics
+    if x_state_changelog_topics is None:
         raise ValueOutOfRangeError('non-nullable field StateChangelogTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_state_changelog_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(e, out)
-    x = o.repartition_sink_topics
-    if x is None:
+        for e_state_changelog_topics in x_state_changelog_topics:
+            _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(e_state_changelog_topics, out)
+    x_repartition_sink_topics = o.repartition_sink_topics
+    if x_repartition_sink_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSinkTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_repartition_sink_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_repartition_sink_topics in x_repartition_sink_topics:
+            b_repartition_sink_topics = e_repartition_sink_topics.encode()
+            if len(b_repartition_sink_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in RepartitionSinkTopics is too long', version=0)
-            m = len(b) + 1
+            m = len(b_repartition_sink_topics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.repartition_source_topics
-    if x is None:
+            out += b_repartition_sink_topics
+    x_repartition_source_topics = o.repartition_source_topics
+    if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_repartition_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(e, out)
-    x = o.copartition_groups
-    if x is None:
+        for e_repartition_source_topics in x_repartition_source_topics:
+            _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(e_repartition_source_topics, out)
+    x_copartition_groups = o.copartition_groups
+    if x_copartition_groups is None:
         raise ValueOutOfRangeError('non-nullable field CopartitionGroups is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_copartition_groups) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(e, out)
+        for e_copartition_groups in x_copartition_groups:
+            _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(e_copartition_groups, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -884,12 +884,12 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: int) -> tup
     else:
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subtopologies: list[StreamsGroupHeartbeatRequestSubtopology] = []
+        app_subtopologies = lst_subtopologies.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf, pos)
-            app(x)
-        o.subtopologies = lst
+            x_subtopologies, pos = _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf, pos)
+            app_subtopologies(x_subtopologies)
+        o.subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -914,17 +914,17 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: int) -> tup
 
 def _encode_StreamsGroupHeartbeatRequestTopology_v0(o: StreamsGroupHeartbeatRequestTopology, out: bytearray) -> None:
     out += _S1.pack(o.epoch)
-    x = o.subtopologies
-    if x is None:
+    x_subtopologies = o.subtopologies
+    if x_subtopologies is None:
         raise ValueOutOfRangeError('non-nullable field Subtopologies is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_subtopologies) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestSubtopology_v0(e, out)
+        for e_subtopologies in x_subtopologies:
+            _encode_StreamsGroupHeartbeatRequestSubtopology_v0(e_subtopologies, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -986,29 +986,29 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_StreamsGroupHeartbeatRequestTaskIds_v0(o: StreamsGroupHeartbeatRequestTaskIds, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_subtopology_id
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1059,19 +1059,19 @@ def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_StreamsGroupHeartbeatRequestEndpoint_v0(o: StreamsGroupHeartbeatRequestEndpoint, out: bytearray) -> None:
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1123,19 +1123,19 @@ def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: int) -> t
 
 
 def _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(o: StreamsGroupHeartbeatRequestTaskOffset, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_subtopology_id
     out += _S3.pack(o.partition, o.offset)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1229,12 +1229,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_active_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
+        app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
-            app(x)
-        o.active_tasks = lst
+            x_active_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
+            app_active_tasks(x_active_tasks)
+        o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1246,12 +1246,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_standby_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
+        app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
-            app(x)
-        o.standby_tasks = lst
+            x_standby_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
+            app_standby_tasks(x_standby_tasks)
+        o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1263,12 +1263,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_warmup_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
+        app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
-            app(x)
-        o.warmup_tasks = lst
+            x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
+            app_warmup_tasks(x_warmup_tasks)
+        o.warmup_tasks = lst_warmup_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1302,12 +1302,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array ClientTags declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_client_tags: list[StreamsGroupHeartbeatRequestKeyValue] = []
+        app_client_tags = lst_client_tags.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
-            app(x)
-        o.client_tags = lst
+            x_client_tags, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
+            app_client_tags(x_client_tags)
+        o.client_tags = lst_client_tags
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1319,12 +1319,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_task_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
+        app_task_offsets = lst_task_offsets.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
-            app(x)
-        o.task_offsets = lst
+            x_task_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
+            app_task_offsets(x_task_offsets)
+        o.task_offsets = lst_task_offsets
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1336,12 +1336,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     else:
         if n > blen - pos:
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_task_end_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
+        app_task_end_offsets = lst_task_end_offsets.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
-            app(x)
-        o.task_end_offsets = lst
+            x_task_end_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
+            app_task_end_offsets(x_task_end_offsets)
+        o.task_end_offsets = lst_task_end_offsets
     o.shutdown_application, = _S7.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -1367,151 +1367,151 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
 
 
 def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S4.pack(o.member_epoch, o.endpoint_information_epoch)
-    x = o.instance_id
-    if x is None:
+    x_instance_id = o.instance_id
+    if x_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_instance_id = x_instance_id.encode()
+        if len(b_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field InstanceId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.rack_id
-    if x is None:
+        out += b_instance_id
+    x_rack_id = o.rack_id
+    if x_rack_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack_id = x_rack_id.encode()
+        if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_rack_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack_id
     out += _S1.pack(o.rebalance_timeout_ms)
-    x = o.topology
-    if x is None:
+    x_topology = o.topology
+    if x_topology is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_StreamsGroupHeartbeatRequestTopology_v0(x, out)
-    x = o.active_tasks
-    if x is None:
+        _encode_StreamsGroupHeartbeatRequestTopology_v0(x_topology, out)
+    x_active_tasks = o.active_tasks
+    if x_active_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_active_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e, out)
-    x = o.standby_tasks
-    if x is None:
+        for e_active_tasks in x_active_tasks:
+            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_active_tasks, out)
+    x_standby_tasks = o.standby_tasks
+    if x_standby_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_standby_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e, out)
-    x = o.warmup_tasks
-    if x is None:
+        for e_standby_tasks in x_standby_tasks:
+            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_standby_tasks, out)
+    x_warmup_tasks = o.warmup_tasks
+    if x_warmup_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_warmup_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e, out)
-    x = o.process_id
-    if x is None:
+        for e_warmup_tasks in x_warmup_tasks:
+            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_warmup_tasks, out)
+    x_process_id = o.process_id
+    if x_process_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_process_id = x_process_id.encode()
+        if len(b_process_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProcessId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_process_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.user_endpoint
-    if x is None:
+        out += b_process_id
+    x_user_endpoint = o.user_endpoint
+    if x_user_endpoint is None:
         out.append(0xFF)
     else:
         out.append(1)
-        _encode_StreamsGroupHeartbeatRequestEndpoint_v0(x, out)
-    x = o.client_tags
-    if x is None:
+        _encode_StreamsGroupHeartbeatRequestEndpoint_v0(x_user_endpoint, out)
+    x_client_tags = o.client_tags
+    if x_client_tags is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_client_tags) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e, out)
-    x = o.task_offsets
-    if x is None:
+        for e_client_tags in x_client_tags:
+            _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e_client_tags, out)
+    x_task_offsets = o.task_offsets
+    if x_task_offsets is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_task_offsets) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e, out)
-    x = o.task_end_offsets
-    if x is None:
+        for e_task_offsets in x_task_offsets:
+            _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e_task_offsets, out)
+    x_task_end_offsets = o.task_end_offsets
+    if x_task_end_offsets is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_task_end_offsets) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e, out)
+        for e_task_end_offsets in x_task_end_offsets:
+            _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e_task_end_offsets, out)
     out += _S7.pack(o.shutdown_application)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1564,19 +1564,19 @@ def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: int) -> tupl
 
 def _encode_StreamsGroupHeartbeatResponseStatus_v0(o: StreamsGroupHeartbeatResponseStatus, out: bytearray) -> None:
     out += _S6.pack(o.status_code)
-    x = o.status_detail
-    if x is None:
+    x_status_detail = o.status_detail
+    if x_status_detail is None:
         raise ValueOutOfRangeError('non-nullable field StatusDetail is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_status_detail = x_status_detail.encode()
+        if len(b_status_detail) > 0x7FFF:
             raise ValueOutOfRangeError('string field StatusDetail is too long', version=0)
-        m = len(b) + 1
+        m = len(b_status_detail) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_status_detail
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1638,29 +1638,29 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tup
 
 
 def _encode_StreamsGroupHeartbeatResponseTaskIds_v0(o: StreamsGroupHeartbeatResponseTaskIds, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_subtopology_id
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1711,19 +1711,19 @@ def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: int) -> tu
 
 
 def _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o: StreamsGroupHeartbeatResponseEndpoint, out: bytearray) -> None:
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S2.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1786,29 +1786,29 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int)
 
 
 def _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(o: StreamsGroupHeartbeatResponseTopicPartition, out: bytearray) -> None:
-    x = o.topic
-    if x is None:
+    x_topic = o.topic
+    if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic = x_topic.encode()
+        if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1830,12 +1830,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
     else:
         if n > blen - pos:
             raise _invalid('array ActivePartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_active_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
+        app_active_partitions = lst_active_partitions.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
-            app(x)
-        o.active_partitions = lst
+            x_active_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
+            app_active_partitions(x_active_partitions)
+        o.active_partitions = lst_active_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1847,12 +1847,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
     else:
         if n > blen - pos:
             raise _invalid('array StandbyPartitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_standby_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
+        app_standby_partitions = lst_standby_partitions.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
-            app(x)
-        o.standby_partitions = lst
+            x_standby_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
+            app_standby_partitions(x_standby_partitions)
+        o.standby_partitions = lst_standby_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1877,28 +1877,28 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
 
 def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroupHeartbeatResponseEndpointToPartitions, out: bytearray) -> None:
     _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o.user_endpoint, out)
-    x = o.active_partitions
-    if x is None:
+    x_active_partitions = o.active_partitions
+    if x_active_partitions is None:
         raise ValueOutOfRangeError('non-nullable field ActivePartitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_active_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e, out)
-    x = o.standby_partitions
-    if x is None:
+        for e_active_partitions in x_active_partitions:
+            _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e_active_partitions, out)
+    x_standby_partitions = o.standby_partitions
+    if x_standby_partitions is None:
         raise ValueOutOfRangeError('non-nullable field StandbyPartitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_standby_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e, out)
+        for e_standby_partitions in x_standby_partitions:
+            _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e_standby_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1957,12 +1957,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array Status declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
+        app_status = lst_status.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
-            app(x)
-        o.status = lst
+            x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
+            app_status(x_status)
+        o.status = lst_status
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1974,12 +1974,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
+        app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.active_tasks = lst
+            x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
+            app_active_tasks(x_active_tasks)
+        o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1991,12 +1991,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
+        app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.standby_tasks = lst
+            x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
+            app_standby_tasks(x_standby_tasks)
+        o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2008,12 +2008,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
+        app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.warmup_tasks = lst
+            x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
+            app_warmup_tasks(x_warmup_tasks)
+        o.warmup_tasks = lst_warmup_tasks
     o.endpoint_information_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2027,12 +2027,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponseEndpointToPartitions] = []
+        app_partitions_by_user_endpoint = lst_partitions_by_user_endpoint.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
-            app(x)
-        o.partitions_by_user_endpoint = lst
+            x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
+            app_partitions_by_user_endpoint(x_partitions_by_user_endpoint)
+        o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2056,92 +2056,92 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
 
 
 def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, out: bytearray) -> None:
-    if o.topology_description_required != False:
+    if bool(o.topology_description_required):
         raise FieldNotInVersionError('non-default TopologyDescriptionRequired cannot be written', version=0)
     out += _S0.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_error_message
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S8.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag_legacy, o.task_offset_interval_ms)
-    x = o.status
-    if x is None:
+    x_status = o.status
+    if x_status is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_status) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseStatus_v0(e, out)
-    x = o.active_tasks
-    if x is None:
+        for e_status in x_status:
+            _encode_StreamsGroupHeartbeatResponseStatus_v0(e_status, out)
+    x_active_tasks = o.active_tasks
+    if x_active_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_active_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e, out)
-    x = o.standby_tasks
-    if x is None:
+        for e_active_tasks in x_active_tasks:
+            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_active_tasks, out)
+    x_standby_tasks = o.standby_tasks
+    if x_standby_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_standby_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e, out)
-    x = o.warmup_tasks
-    if x is None:
+        for e_standby_tasks in x_standby_tasks:
+            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_standby_tasks, out)
+    x_warmup_tasks = o.warmup_tasks
+    if x_warmup_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_warmup_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e, out)
+        for e_warmup_tasks in x_warmup_tasks:
+            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_warmup_tasks, out)
     out += _S1.pack(o.endpoint_information_epoch)
-    x = o.partitions_by_user_endpoint
-    if x is None:
+    x_partitions_by_user_endpoint = o.partitions_by_user_endpoint
+    if x_partitions_by_user_endpoint is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions_by_user_endpoint) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(e, out)
+        for e_partitions_by_user_endpoint in x_partitions_by_user_endpoint:
+            _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(e_partitions_by_user_endpoint, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2199,12 +2199,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array Status declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
+        app_status = lst_status.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
-            app(x)
-        o.status = lst
+            x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
+            app_status(x_status)
+        o.status = lst_status
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2216,12 +2216,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
+        app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.active_tasks = lst
+            x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
+            app_active_tasks(x_active_tasks)
+        o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2233,12 +2233,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
+        app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.standby_tasks = lst
+            x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
+            app_standby_tasks(x_standby_tasks)
+        o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2250,12 +2250,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
+        app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app(x)
-        o.warmup_tasks = lst
+            x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
+            app_warmup_tasks(x_warmup_tasks)
+        o.warmup_tasks = lst_warmup_tasks
     o.topology_description_required, o.endpoint_information_epoch = _S10.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -2269,12 +2269,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
     else:
         if n > blen - pos:
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponseEndpointToPartitions] = []
+        app_partitions_by_user_endpoint = lst_partitions_by_user_endpoint.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
-            app(x)
-        o.partitions_by_user_endpoint = lst
+            x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
+            app_partitions_by_user_endpoint(x_partitions_by_user_endpoint)
+        o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2301,89 +2301,89 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
     if o.acceptable_recovery_lag_legacy != 0:
         raise FieldNotInVersionError('non-default AcceptableRecoveryLagLegacy cannot be written', version=1)
     out += _S0.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_error_message
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S9.pack(o.member_epoch, o.heartbeat_interval_ms, o.task_offset_interval_ms, o.acceptable_recovery_lag)
-    x = o.status
-    if x is None:
+    x_status = o.status
+    if x_status is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_status) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseStatus_v0(e, out)
-    x = o.active_tasks
-    if x is None:
+        for e_status in x_status:
+            _encode_StreamsGroupHeartbeatResponseStatus_v0(e_status, out)
+    x_active_tasks = o.active_tasks
+    if x_active_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_active_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e, out)
-    x = o.standby_tasks
-    if x is None:
+        for e_active_tasks in x_active_tasks:
+            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_active_tasks, out)
+    x_standby_tasks = o.standby_tasks
+    if x_standby_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_standby_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e, out)
-    x = o.warmup_tasks
-    if x is None:
+        for e_standby_tasks in x_standby_tasks:
+            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_standby_tasks, out)
+    x_warmup_tasks = o.warmup_tasks
+    if x_warmup_tasks is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_warmup_tasks) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e, out)
+        for e_warmup_tasks in x_warmup_tasks:
+            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_warmup_tasks, out)
     out += _S10.pack(o.topology_description_required, o.endpoint_information_epoch)
-    x = o.partitions_by_user_endpoint
-    if x is None:
+    x_partitions_by_user_endpoint = o.partitions_by_user_endpoint
+    if x_partitions_by_user_endpoint is None:
         out.append(0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions_by_user_endpoint) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(e, out)
+        for e_partitions_by_user_endpoint in x_partitions_by_user_endpoint:
+            _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(e_partitions_by_user_endpoint, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -143,8 +143,8 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
     else:
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_source_topics: list[str] = []
+        app_source_topics = lst_source_topics.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -159,9 +159,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             end = pos + n2
             if end > blen:
                 raise _truncated('SourceTopics')
-            app(buf[pos:end].decode())
+            app_source_topics(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst
+        o.source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -189,8 +189,8 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
     else:
         if n > blen - pos:
             raise _invalid('array Stores declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_stores: list[str] = []
+        app_stores = lst_stores.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -205,9 +205,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             end = pos + n2
             if end > blen:
                 raise _truncated('Stores')
-            app(buf[pos:end].decode())
+            app_stores(buf[pos:end].decode())
             pos = end
-        o.stores = lst
+        o.stores = lst_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -219,8 +219,8 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
     else:
         if n > blen - pos:
             raise _invalid('array Successors declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_successors: list[str] = []
+        app_successors = lst_successors.append
         for _ in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
@@ -235,9 +235,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             end = pos + n2
             if end > blen:
                 raise _truncated('Successors')
-            app(buf[pos:end].decode())
+            app_successors(buf[pos:end].decode())
             pos = end
-        o.successors = lst
+        o.successors = lst_successors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -261,90 +261,90 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_name
     out += _S0.pack(o.node_type)
-    x = o.source_topics
-    if x is None:
+    x_source_topics = o.source_topics
+    if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_source_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_source_topics in x_source_topics:
+            b_source_topics = e_source_topics.encode()
+            if len(b_source_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in SourceTopics is too long', version=0)
-            m = len(b) + 1
+            m = len(b_source_topics) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.sink_topic
-    if x is None:
+            out += b_source_topics
+    x_sink_topic = o.sink_topic
+    if x_sink_topic is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_sink_topic = x_sink_topic.encode()
+        if len(b_sink_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field SinkTopic is too long', version=0)
-        m = len(b) + 1
+        m = len(b_sink_topic) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.stores
-    if x is None:
+        out += b_sink_topic
+    x_stores = o.stores
+    if x_stores is None:
         raise ValueOutOfRangeError('non-nullable field Stores is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_stores) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_stores in x_stores:
+            b_stores = e_stores.encode()
+            if len(b_stores) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Stores is too long', version=0)
-            m = len(b) + 1
+            m = len(b_stores) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
-    x = o.successors
-    if x is None:
+            out += b_stores
+    x_successors = o.successors
+    if x_successors is None:
         raise ValueOutOfRangeError('non-nullable field Successors is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_successors) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            b = e.encode()
-            if len(b) > 0x7FFF:
+        for e_successors in x_successors:
+            b_successors = e_successors.encode()
+            if len(b_successors) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Successors is too long', version=0)
-            m = len(b) + 1
+            m = len(b_successors) + 1
             if m < 0x80:
                 out.append(m)
             else:
                 _write_uvarint(out, m)
-            out += b
+            out += b_successors
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -381,12 +381,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
     else:
         if n > blen - pos:
             raise _invalid('array Nodes declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_nodes: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode] = []
+        app_nodes = lst_nodes.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
-            app(x)
-        o.nodes = lst
+            x_nodes, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
+            app_nodes(x_nodes)
+        o.nodes = lst_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -410,30 +410,30 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology, out: bytearray) -> None:
-    x = o.subtopology_id
-    if x is None:
+    x_subtopology_id = o.subtopology_id
+    if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_subtopology_id = x_subtopology_id.encode()
+        if len(b_subtopology_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_subtopology_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.nodes
-    if x is None:
+        out += b_subtopology_id
+    x_nodes = o.nodes
+    if x_nodes is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_nodes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(e, out)
+        for e_nodes in x_nodes:
+            _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(e_nodes, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -490,12 +490,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
     else:
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology] = []
+        app_subtopologies = lst_subtopologies.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf, pos)
-            app(x)
-        o.subtopologies = lst
+            x_subtopologies, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf, pos)
+            app_subtopologies(x_subtopologies)
+        o.subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -507,12 +507,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
     else:
         if n > blen - pos:
             raise _invalid('array GlobalStores declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_global_stores: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore] = []
+        app_global_stores = lst_global_stores.append
         for _ in range(n):
-            x, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf, pos)
-            app(x)
-        o.global_stores = lst
+            x_global_stores, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf, pos)
+            app_global_stores(x_global_stores)
+        o.global_stores = lst_global_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -536,28 +536,28 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription, out: bytearray) -> None:
-    x = o.subtopologies
-    if x is None:
+    x_subtopologies = o.subtopologies
+    if x_subtopologies is None:
         raise ValueOutOfRangeError('non-nullable field Subtopologies is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_subtopologies) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(e, out)
-    x = o.global_stores
-    if x is None:
+        for e_subtopologies in x_subtopologies:
+            _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(e_subtopologies, out)
+    x_global_stores = o.global_stores
+    if x_global_stores is None:
         raise ValueOutOfRangeError('non-nullable field GlobalStores is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_global_stores) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(e, out)
+        for e_global_stores in x_global_stores:
+            _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(e_global_stores, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -625,32 +625,32 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: int
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0(o: StreamsGroupTopologyDescriptionUpdateRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.member_id
-    if x is None:
+        out += b_group_id
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_member_id
     out += _S1.pack(o.topology_epoch)
     _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o.topology_description, out)
     if o.unknown_tagged_fields:
@@ -704,19 +704,19 @@ def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: in
 
 def _encode_StreamsGroupTopologyDescriptionUpdateResponse_v0(o: StreamsGroupTopologyDescriptionUpdateResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

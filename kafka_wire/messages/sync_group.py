@@ -109,22 +109,22 @@ def _decode_SyncGroupRequestAssignment_v0(buf: bytes, pos: int) -> tuple[SyncGro
 
 
 def _encode_SyncGroupRequestAssignment_v0(o: SyncGroupRequestAssignment, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.assignment
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_assignment = o.assignment
+    if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_assignment = x_assignment
+        out += _S1.pack(len(b_assignment))
+        out += b_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -185,30 +185,30 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: int) -> tuple[SyncGro
 
 
 def _encode_SyncGroupRequestAssignment_v4(o: SyncGroupRequestAssignment, out: bytearray) -> None:
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.assignment
-    if x is None:
+        out += b_member_id
+    x_assignment = o.assignment
+    if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=4)
     else:
-        b = x
-        m = len(b) + 1
+        b_assignment = x_assignment
+        m = len(b_assignment) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_assignment
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -252,12 +252,12 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[SyncGroupRequestAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -265,32 +265,32 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
 def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, out: bytearray) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S1.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.assignments
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_assignments = o.assignments
+    if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_SyncGroupRequestAssignment_v0(e, out)
+        out += _S1.pack(len(x_assignments))
+        for e_assignments in x_assignments:
+            _encode_SyncGroupRequestAssignment_v0(e_assignments, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -343,52 +343,52 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[SyncGroupRequestAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_group_id))
+        out += b_group_id
     out += _S1.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += _S0.pack(len(b_member_id))
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.assignments
-    if x is None:
+        out += _S0.pack(len(b_group_instance_id))
+        out += b_group_instance_id
+    x_assignments = o.assignments
+    if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=3)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_SyncGroupRequestAssignment_v0(e, out)
+        out += _S1.pack(len(x_assignments))
+        for e_assignments in x_assignments:
+            _encode_SyncGroupRequestAssignment_v0(e_assignments, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -459,12 +459,12 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[SyncGroupRequestAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -488,57 +488,57 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
 
 
 def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S1.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.assignments
-    if x is None:
+        out += b_group_instance_id
+    x_assignments = o.assignments
+    if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=4)
     else:
-        m = len(x) + 1
+        m = len(x_assignments) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_SyncGroupRequestAssignment_v4(e, out)
+        for e_assignments in x_assignments:
+            _encode_SyncGroupRequestAssignment_v4(e_assignments, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -641,12 +641,12 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_assignments: list[SyncGroupRequestAssignment] = []
+        app_assignments = lst_assignments.append
         for _ in range(n):
-            x, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
-            app(x)
-        o.assignments = lst
+            x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
+            app_assignments(x_assignments)
+        o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -670,83 +670,83 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
 
 
 def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S1.pack(o.generation_id)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_type
-    if x is None:
+        out += b_group_instance_id
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_name
-    if x is None:
+        out += b_protocol_type
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.assignments
-    if x is None:
+        out += b_protocol_name
+    x_assignments = o.assignments
+    if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=5)
     else:
-        m = len(x) + 1
+        m = len(x_assignments) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_SyncGroupRequestAssignment_v4(e, out)
+        for e_assignments in x_assignments:
+            _encode_SyncGroupRequestAssignment_v4(e_assignments, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -775,13 +775,13 @@ def _decode_SyncGroupResponse_v0(buf: bytes, pos: int) -> tuple[SyncGroupRespons
 
 def _encode_SyncGroupResponse_v0(o: SyncGroupResponse, out: bytearray) -> None:
     out += _S0.pack(o.error_code)
-    x = o.assignment
-    if x is None:
+    x_assignment = o.assignment
+    if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_assignment = x_assignment
+        out += _S1.pack(len(b_assignment))
+        out += b_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -807,13 +807,13 @@ def _decode_SyncGroupResponse_v1(buf: bytes, pos: int) -> tuple[SyncGroupRespons
 
 def _encode_SyncGroupResponse_v1(o: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.assignment
-    if x is None:
+    x_assignment = o.assignment
+    if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=1)
     else:
-        b = x
-        out += _S1.pack(len(b))
-        out += b
+        b_assignment = x_assignment
+        out += _S1.pack(len(b_assignment))
+        out += b_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -863,17 +863,17 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: int) -> tuple[SyncGroupRespons
 
 def _encode_SyncGroupResponse_v4(o: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.assignment
-    if x is None:
+    x_assignment = o.assignment
+    if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=4)
     else:
-        b = x
-        m = len(b) + 1
+        b_assignment = x_assignment
+        m = len(b_assignment) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_assignment
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -955,43 +955,43 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: int) -> tuple[SyncGroupRespons
 
 def _encode_SyncGroupResponse_v5(o: SyncGroupResponse, out: bytearray) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
-    x = o.protocol_type
-    if x is None:
+    x_protocol_type = o.protocol_type
+    if x_protocol_type is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_type = x_protocol_type.encode()
+        if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_type) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.protocol_name
-    if x is None:
+        out += b_protocol_type
+    x_protocol_name = o.protocol_name
+    if x_protocol_name is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_protocol_name = x_protocol_name.encode()
+        if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=5)
-        m = len(b) + 1
+        m = len(b_protocol_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.assignment
-    if x is None:
+        out += b_protocol_name
+    x_assignment = o.assignment
+    if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=5)
     else:
-        b = x
-        m = len(b) + 1
+        b_assignment = x_assignment
+        m = len(b_assignment) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_assignment
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -148,15 +148,15 @@ def _decode_TxnOffsetCommitRequestPartition_v0(buf: bytes, pos: int) -> tuple[Tx
 
 def _encode_TxnOffsetCommitRequestPartition_v0(o: TxnOffsetCommitRequestPartition, out: bytearray) -> None:
     out += _S1.pack(o.partition_index, o.committed_offset)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_committed_metadata))
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -182,15 +182,15 @@ def _decode_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos: int) -> tuple[Tx
 
 def _encode_TxnOffsetCommitRequestPartition_v2(o: TxnOffsetCommitRequestPartition, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_committed_metadata))
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -240,19 +240,19 @@ def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: int) -> tuple[Tx
 
 def _encode_TxnOffsetCommitRequestPartition_v3(o: TxnOffsetCommitRequestPartition, out: bytearray) -> None:
     out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    x = o.committed_metadata
-    if x is None:
+    x_committed_metadata = o.committed_metadata
+    if x_committed_metadata is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_committed_metadata = x_committed_metadata.encode()
+        if len(b_committed_metadata) > 0x7FFF:
             raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=3)
-        m = len(b) + 1
+        m = len(b_committed_metadata) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_committed_metadata
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -282,33 +282,33 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[TxnOff
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestPartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S5.pack(len(x))
-        for e in x:
-            _encode_TxnOffsetCommitRequestPartition_v0(e, out)
+        out += _S5.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitRequestPartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -336,33 +336,33 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOff
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        out += _S5.pack(len(x))
-        for e in x:
-            _encode_TxnOffsetCommitRequestPartition_v2(e, out)
+        out += _S5.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitRequestPartition_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -398,12 +398,12 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -427,30 +427,30 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
 
 
 def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitRequestPartition_v3(e, out)
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitRequestPartition_v3(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -475,12 +475,12 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitRequestPartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -505,17 +505,17 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
 
 def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, out: bytearray) -> None:
     out += _S6.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitRequestPartition_v3(e, out)
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitRequestPartition_v3(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -559,12 +559,12 @@ def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -576,32 +576,32 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, out: bytearray)
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=0)
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.group_id
-    if x is None:
+        out += _S2.pack(len(b_transactional_id))
+        out += b_transactional_id
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S8.pack(o.producer_id, o.producer_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S5.pack(len(x))
-        for e in x:
-            _encode_TxnOffsetCommitRequestTopic_v0(e, out)
+        out += _S5.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -643,12 +643,12 @@ def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestTopic_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -660,32 +660,32 @@ def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, out: bytearray)
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=2)
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=2)
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.group_id
-    if x is None:
+        out += _S2.pack(len(b_transactional_id))
+        out += b_transactional_id
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-        out += _S2.pack(len(b))
-        out += b
+        out += _S2.pack(len(b_group_id))
+        out += b_group_id
     out += _S8.pack(o.producer_id, o.producer_epoch)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S5.pack(len(x))
-        for e in x:
-            _encode_TxnOffsetCommitRequestTopic_v2(e, out)
+        out += _S5.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitRequestTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -770,12 +770,12 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestTopic_v3(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v3(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -799,70 +799,70 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCo
 
 
 def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_transactional_id
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S7.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_instance_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitRequestTopic_v3(e, out)
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitRequestTopic_v3(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -949,12 +949,12 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCo
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitRequestTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitRequestTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -978,70 +978,70 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCo
 
 
 def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, out: bytearray) -> None:
-    x = o.transactional_id
-    if x is None:
+    x_transactional_id = o.transactional_id
+    if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_transactional_id = x_transactional_id.encode()
+        if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_transactional_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_id
-    if x is None:
+        out += b_transactional_id
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_group_id
     out += _S7.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
-    x = o.member_id
-    if x is None:
+    x_member_id = o.member_id
+    if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_member_id = x_member_id.encode()
+        if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_member_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.group_instance_id
-    if x is None:
+        out += b_member_id
+    x_group_instance_id = o.group_instance_id
+    if x_group_instance_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_instance_id = x_group_instance_id.encode()
+        if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
-        m = len(b) + 1
+        m = len(b_group_instance_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_instance_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitRequestTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitRequestTopic_v6(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1050,7 +1050,6 @@ def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, out: bytearray)
 
 def _decode_TxnOffsetCommitResponsePartition_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
     o = _new(TxnOffsetCommitResponsePartition)
-    blen = len(buf)
     o.partition_index, o.error_code = _S9.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -1121,33 +1120,33 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[TxnOf
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitResponsePartition_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_TxnOffsetCommitResponseTopic_v0(o: TxnOffsetCommitResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S2.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S5.pack(len(x))
-        for e in x:
-            _encode_TxnOffsetCommitResponsePartition_v0(e, out)
+        out += _S5.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitResponsePartition_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1183,12 +1182,12 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1212,30 +1211,30 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
 
 
 def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitResponsePartition_v3(e, out)
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitResponsePartition_v3(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1260,12 +1259,12 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[TxnOffsetCommitResponsePartition] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1290,17 +1289,17 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
 
 def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, out: bytearray) -> None:
     out += _S6.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitResponsePartition_v3(e, out)
+        for e_partitions in x_partitions:
+            _encode_TxnOffsetCommitResponsePartition_v3(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1317,25 +1316,25 @@ def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[TxnOffsetC
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitResponseTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S5.pack(len(x))
-        for e in x:
-            _encode_TxnOffsetCommitResponseTopic_v0(e, out)
+        out += _S5.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1356,12 +1355,12 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[TxnOffsetC
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitResponseTopic_v3(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v3(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1386,17 +1385,17 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[TxnOffsetC
 
 def _encode_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitResponseTopic_v3(e, out)
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitResponseTopic_v3(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1419,12 +1418,12 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetC
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[TxnOffsetCommitResponseTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_TxnOffsetCommitResponseTopic_v6(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v6(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1449,17 +1448,17 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetC
 
 def _encode_TxnOffsetCommitResponse_v6(o: TxnOffsetCommitResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_TxnOffsetCommitResponseTopic_v6(e, out)
+        for e_topics in x_topics:
+            _encode_TxnOffsetCommitResponseTopic_v6(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

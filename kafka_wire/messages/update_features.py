@@ -135,19 +135,19 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: int) -> tu
 def _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(o: UpdateFeaturesRequestFeatureUpdateKey, out: bytearray) -> None:
     if o.upgrade_type != 1:
         raise FieldNotInVersionError('non-default UpgradeType cannot be written', version=0)
-    x = o.feature
-    if x is None:
+    x_feature = o.feature
+    if x_feature is None:
         raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_feature = x_feature.encode()
+        if len(b_feature) > 0x7FFF:
             raise ValueOutOfRangeError('string field Feature is too long', version=0)
-        m = len(b) + 1
+        m = len(b_feature) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_feature
     out += _S0.pack(o.max_version_level, o.allow_downgrade)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -200,21 +200,21 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: int) -> tu
 
 
 def _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(o: UpdateFeaturesRequestFeatureUpdateKey, out: bytearray) -> None:
-    if o.allow_downgrade != False:
+    if bool(o.allow_downgrade):
         raise FieldNotInVersionError('non-default AllowDowngrade cannot be written', version=1)
-    x = o.feature
-    if x is None:
+    x_feature = o.feature
+    if x_feature is None:
         raise ValueOutOfRangeError('non-nullable field Feature is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_feature = x_feature.encode()
+        if len(b_feature) > 0x7FFF:
             raise ValueOutOfRangeError('string field Feature is too long', version=1)
-        m = len(b) + 1
+        m = len(b_feature) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_feature
     out += _S1.pack(o.max_version_level, o.upgrade_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -239,12 +239,12 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: int) -> tuple[UpdateFeatur
     else:
         if n > blen - pos:
             raise _invalid('array FeatureUpdates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_feature_updates: list[UpdateFeaturesRequestFeatureUpdateKey] = []
+        app_feature_updates = lst_feature_updates.append
         for _ in range(n):
-            x, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf, pos)
-            app(x)
-        o.feature_updates = lst
+            x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf, pos)
+            app_feature_updates(x_feature_updates)
+        o.feature_updates = lst_feature_updates
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -268,20 +268,20 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: int) -> tuple[UpdateFeatur
 
 
 def _encode_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, out: bytearray) -> None:
-    if o.validate_only != False:
+    if bool(o.validate_only):
         raise FieldNotInVersionError('non-default ValidateOnly cannot be written', version=0)
     out += _S2.pack(o.timeout_ms)
-    x = o.feature_updates
-    if x is None:
+    x_feature_updates = o.feature_updates
+    if x_feature_updates is None:
         raise ValueOutOfRangeError('non-nullable field FeatureUpdates is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_feature_updates) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(e, out)
+        for e_feature_updates in x_feature_updates:
+            _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(e_feature_updates, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -304,12 +304,12 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: int) -> tuple[UpdateFeatur
     else:
         if n > blen - pos:
             raise _invalid('array FeatureUpdates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_feature_updates: list[UpdateFeaturesRequestFeatureUpdateKey] = []
+        app_feature_updates = lst_feature_updates.append
         for _ in range(n):
-            x, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf, pos)
-            app(x)
-        o.feature_updates = lst
+            x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf, pos)
+            app_feature_updates(x_feature_updates)
+        o.feature_updates = lst_feature_updates
     o.validate_only, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -336,17 +336,17 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: int) -> tuple[UpdateFeatur
 
 def _encode_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, out: bytearray) -> None:
     out += _S2.pack(o.timeout_ms)
-    x = o.feature_updates
-    if x is None:
+    x_feature_updates = o.feature_updates
+    if x_feature_updates is None:
         raise ValueOutOfRangeError('non-nullable field FeatureUpdates is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_feature_updates) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(e, out)
+        for e_feature_updates in x_feature_updates:
+            _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(e_feature_updates, out)
     out += _S3.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -414,33 +414,33 @@ def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: int
 
 
 def _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(o: UpdateFeaturesResponseUpdatableFeatureResult, out: bytearray) -> None:
-    x = o.feature
-    if x is None:
+    x_feature = o.feature
+    if x_feature is None:
         raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_feature = x_feature.encode()
+        if len(b_feature) > 0x7FFF:
             raise ValueOutOfRangeError('string field Feature is too long', version=0)
-        m = len(b) + 1
+        m = len(b_feature) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_feature
     out += _S4.pack(o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -479,12 +479,12 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: int) -> tuple[UpdateFeatu
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[UpdateFeaturesResponseUpdatableFeatureResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -509,30 +509,30 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: int) -> tuple[UpdateFeatu
 
 def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.results
-    if x is None:
+        out += b_error_message
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(e, out)
+        for e_results in x_results:
+            _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -585,19 +585,19 @@ def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: int) -> tuple[UpdateFeatu
 
 def _encode_UpdateFeaturesResponse_v2(o: UpdateFeaturesResponse, out: bytearray) -> None:
     out += _S5.pack(o.throttle_time_ms, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

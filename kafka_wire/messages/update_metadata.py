@@ -184,27 +184,27 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestPartitionState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.zk_version)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -256,32 +256,32 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
 
 
 def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestPartitionState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=4)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.zk_version)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=4)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -323,22 +323,22 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
 
 def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestPartitionState, out: bytearray) -> None:
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
     out += _S4.pack(o.zk_version)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -414,37 +414,37 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
 
 def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestPartitionState, out: bytearray) -> None:
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    x = o.isr
-    if x is None:
+    x_isr = o.isr
+    if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_isr) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_isr)}i', *x_isr)
     out += _S4.pack(o.zk_version)
-    x = o.replicas
-    if x is None:
+    x_replicas = o.replicas
+    if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
-    x = o.offline_replicas
-    if x is None:
+        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+    x_offline_replicas = o.offline_replicas
+    if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_offline_replicas) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -474,33 +474,33 @@ def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Up
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v5(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v5(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=5)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=5)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partition_states
-    if x is None:
+        out += _S0.pack(len(b_topic_name))
+        out += b_topic_name
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=5)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v5(e, out)
+        out += _S4.pack(len(x_partition_states))
+        for e_partition_states in x_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v5(e_partition_states, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -536,12 +536,12 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -565,30 +565,30 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
 
 
 def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=6)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_states
-    if x is None:
+        out += b_topic_name
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_partition_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v6(e, out)
+        for e_partition_states in x_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v6(e_partition_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -628,12 +628,12 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
     else:
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
-            app(x)
-        o.partition_states = lst
+            x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
+            app_partition_states(x_partition_states)
+        o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -657,31 +657,31 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
 
 
 def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicState, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=7)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=7)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_topic_name
     out += _S5.pack(o.topic_id.bytes)
-    x = o.partition_states
-    if x is None:
+    x_partition_states = o.partition_states
+    if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_partition_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v6(e, out)
+        for e_partition_states in x_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v6(e_partition_states, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -712,15 +712,15 @@ def _decode_UpdateMetadataRequestEndpoint_v1(buf: bytes, pos: int) -> tuple[Upda
 
 def _encode_UpdateMetadataRequestEndpoint_v1(o: UpdateMetadataRequestEndpoint, out: bytearray) -> None:
     out += _S4.pack(o.port)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_host))
+        out += b_host
     out += _S0.pack(o.security_protocol)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -761,24 +761,24 @@ def _decode_UpdateMetadataRequestEndpoint_v3(buf: bytes, pos: int) -> tuple[Upda
 
 def _encode_UpdateMetadataRequestEndpoint_v3(o: UpdateMetadataRequestEndpoint, out: bytearray) -> None:
     out += _S4.pack(o.port)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.listener
-    if x is None:
+        out += _S0.pack(len(b_host))
+        out += b_host
+    x_listener = o.listener
+    if x_listener is None:
         raise ValueOutOfRangeError('non-nullable field Listener is None', version=3)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_listener = x_listener.encode()
+        if len(b_listener) > 0x7FFF:
             raise ValueOutOfRangeError('string field Listener is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_listener))
+        out += b_listener
     out += _S0.pack(o.security_protocol)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -847,32 +847,32 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: int) -> tuple[Upda
 
 def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, out: bytearray) -> None:
     out += _S4.pack(o.port)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=6)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.listener
-    if x is None:
+        out += b_host
+    x_listener = o.listener
+    if x_listener is None:
         raise ValueOutOfRangeError('non-nullable field Listener is None', version=6)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_listener = x_listener.encode()
+        if len(b_listener) > 0x7FFF:
             raise ValueOutOfRangeError('string field Listener is too long', version=6)
-        m = len(b) + 1
+        m = len(b_listener) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_listener
     out += _S0.pack(o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -905,15 +905,15 @@ def _decode_UpdateMetadataRequestBroker_v0(buf: bytes, pos: int) -> tuple[Update
 
 def _encode_UpdateMetadataRequestBroker_v0(o: UpdateMetadataRequestBroker, out: bytearray) -> None:
     out += _S4.pack(o.id)
-    x = o.v0_host
-    if x is None:
+    x_v0_host = o.v0_host
+    if x_v0_host is None:
         raise ValueOutOfRangeError('non-nullable field V0Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_v0_host = x_v0_host.encode()
+        if len(b_v0_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field V0Host is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_v0_host))
+        out += b_v0_host
     out += _S4.pack(o.v0_port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -932,25 +932,25 @@ def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: int) -> tuple[Update
     else:
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
+        app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
-            app(x)
-        o.endpoints = lst
+            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
+            app_endpoints(x_endpoints)
+        o.endpoints = lst_endpoints
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequestBroker_v1(o: UpdateMetadataRequestBroker, out: bytearray) -> None:
     out += _S4.pack(o.id)
-    x = o.endpoints
-    if x is None:
+    x_endpoints = o.endpoints
+    if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestEndpoint_v1(e, out)
+        out += _S4.pack(len(x_endpoints))
+        for e_endpoints in x_endpoints:
+            _encode_UpdateMetadataRequestEndpoint_v1(e_endpoints, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -967,12 +967,12 @@ def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: int) -> tuple[Update
     else:
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
+        app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
-            app(x)
-        o.endpoints = lst
+            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
+            app_endpoints(x_endpoints)
+        o.endpoints = lst_endpoints
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -991,22 +991,22 @@ def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: int) -> tuple[Update
 
 def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, out: bytearray) -> None:
     out += _S4.pack(o.id)
-    x = o.endpoints
-    if x is None:
+    x_endpoints = o.endpoints
+    if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestEndpoint_v1(e, out)
-    x = o.rack
-    if x is None:
+        out += _S4.pack(len(x_endpoints))
+        for e_endpoints in x_endpoints:
+            _encode_UpdateMetadataRequestEndpoint_v1(e_endpoints, out)
+    x_rack = o.rack
+    if x_rack is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=2)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_rack))
+        out += b_rack
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1023,12 +1023,12 @@ def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: int) -> tuple[Update
     else:
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
+        app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestEndpoint_v3(buf, pos)
-            app(x)
-        o.endpoints = lst
+            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v3(buf, pos)
+            app_endpoints(x_endpoints)
+        o.endpoints = lst_endpoints
     n, = _S0.unpack_from(buf, pos)
     pos += 2
     if n < 0:
@@ -1047,22 +1047,22 @@ def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: int) -> tuple[Update
 
 def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, out: bytearray) -> None:
     out += _S4.pack(o.id)
-    x = o.endpoints
-    if x is None:
+    x_endpoints = o.endpoints
+    if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=3)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestEndpoint_v3(e, out)
-    x = o.rack
-    if x is None:
+        out += _S4.pack(len(x_endpoints))
+        for e_endpoints in x_endpoints:
+            _encode_UpdateMetadataRequestEndpoint_v3(e_endpoints, out)
+    x_rack = o.rack
+    if x_rack is None:
         out += b'\xff\xff'
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=3)
-        out += _S0.pack(len(b))
-        out += b
+        out += _S0.pack(len(b_rack))
+        out += b_rack
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1085,12 +1085,12 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
     else:
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
+        app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestEndpoint_v6(buf, pos)
-            app(x)
-        o.endpoints = lst
+            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v6(buf, pos)
+            app_endpoints(x_endpoints)
+        o.endpoints = lst_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1131,30 +1131,30 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
 
 def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, out: bytearray) -> None:
     out += _S4.pack(o.id)
-    x = o.endpoints
-    if x is None:
+    x_endpoints = o.endpoints
+    if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestEndpoint_v6(e, out)
-    x = o.rack
-    if x is None:
+        for e_endpoints in x_endpoints:
+            _encode_UpdateMetadataRequestEndpoint_v6(e_endpoints, out)
+    x_rack = o.rack
+    if x_rack is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_rack = x_rack.encode()
+        if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=6)
-        m = len(b) + 1
+        m = len(b_rack) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_rack
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1175,12 +1175,12 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1188,38 +1188,38 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v0(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v0(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=0)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
-    x = o.live_brokers
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=0)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v0(e, out)
+        out += _S4.pack(len(x_live_brokers))
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v0(e_live_brokers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -1238,12 +1238,12 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1251,38 +1251,38 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v1(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v1(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
-    x = o.live_brokers
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=1)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v1(e, out)
+        out += _S4.pack(len(x_live_brokers))
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v1(e_live_brokers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -1301,12 +1301,12 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1314,38 +1314,38 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=2)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=2)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=2)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
-    x = o.live_brokers
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=2)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v2(e, out)
+        out += _S4.pack(len(x_live_brokers))
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v2(e_live_brokers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
@@ -1364,12 +1364,12 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1377,38 +1377,38 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=3)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=3)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=3)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v0(e, out)
-    x = o.live_brokers
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=3)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v3(e, out)
+        out += _S4.pack(len(x_live_brokers))
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v3(e_live_brokers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
@@ -1427,12 +1427,12 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
+        app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestPartitionState_v4(buf, pos)
-            app(x)
-        o.ungrouped_partition_states = lst
+            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v4(buf, pos)
+            app_ungrouped_partition_states(x_ungrouped_partition_states)
+        o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1440,38 +1440,38 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=4)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=4)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=4)
     out += _S2.pack(o.controller_id, o.controller_epoch)
-    x = o.ungrouped_partition_states
-    if x is None:
+    x_ungrouped_partition_states = o.ungrouped_partition_states
+    if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=4)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestPartitionState_v4(e, out)
-    x = o.live_brokers
-    if x is None:
+        out += _S4.pack(len(x_ungrouped_partition_states))
+        for e_ungrouped_partition_states in x_ungrouped_partition_states:
+            _encode_UpdateMetadataRequestPartitionState_v4(e_ungrouped_partition_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=4)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v3(e, out)
+        out += _S4.pack(len(x_live_brokers))
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v3(e_live_brokers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -1489,12 +1489,12 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[UpdateMetadataRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestTopicState_v5(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v5(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1502,38 +1502,38 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=5)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=5)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=5)
     out += _S9.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=5)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestTopicState_v5(e, out)
-    x = o.live_brokers
-    if x is None:
+        out += _S4.pack(len(x_topic_states))
+        for e_topic_states in x_topic_states:
+            _encode_UpdateMetadataRequestTopicState_v5(e_topic_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=5)
     else:
-        out += _S4.pack(len(x))
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v3(e, out)
+        out += _S4.pack(len(x_live_brokers))
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v3(e_live_brokers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -1557,12 +1557,12 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[UpdateMetadataRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestTopicState_v6(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v6(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1574,12 +1574,12 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1605,35 +1605,35 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
 
 
 def _encode_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=6)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=6)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=6)
     out += _S9.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestTopicState_v6(e, out)
-    x = o.live_brokers
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_UpdateMetadataRequestTopicState_v6(e_topic_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=6)
     else:
-        m = len(x) + 1
+        m = len(x_live_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v6(e, out)
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v6(e_live_brokers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1659,12 +1659,12 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[UpdateMetadataRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1676,12 +1676,12 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1707,35 +1707,35 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
 
 
 def _encode_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, out: bytearray) -> None:
-    if o.is_k_raft_controller != False:
+    if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=7)
     if o.type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=7)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=7)
     out += _S9.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestTopicState_v7(e, out)
-    x = o.live_brokers
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_UpdateMetadataRequestTopicState_v7(e_topic_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=7)
     else:
-        m = len(x) + 1
+        m = len(x_live_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v6(e, out)
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v6(e_live_brokers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1760,12 +1760,12 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topic_states: list[UpdateMetadataRequestTopicState] = []
+        app_topic_states = lst_topic_states.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
-            app(x)
-        o.topic_states = lst
+            x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
+            app_topic_states(x_topic_states)
+        o.topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1777,12 +1777,12 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetada
     else:
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_live_brokers: list[UpdateMetadataRequestBroker] = []
+        app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
-            app(x)
-        o.live_brokers = lst
+            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
+            app_live_brokers(x_live_brokers)
+        o.live_brokers = lst_live_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1812,28 +1812,28 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, out: bytearray) -
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=8)
     out += _S10.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
-    x = o.topic_states
-    if x is None:
+    x_topic_states = o.topic_states
+    if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_topic_states) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestTopicState_v7(e, out)
-    x = o.live_brokers
-    if x is None:
+        for e_topic_states in x_topic_states:
+            _encode_UpdateMetadataRequestTopicState_v7(e_topic_states, out)
+    x_live_brokers = o.live_brokers
+    if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=8)
     else:
-        m = len(x) + 1
+        m = len(x_live_brokers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateMetadataRequestBroker_v6(e, out)
+        for e_live_brokers in x_live_brokers:
+            _encode_UpdateMetadataRequestBroker_v6(e_live_brokers, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.type != 0:
         t = bytearray()
@@ -1847,7 +1847,6 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, out: bytearray) -
 
 def _decode_UpdateMetadataResponse_v0(buf: bytes, pos: int) -> tuple[UpdateMetadataResponse, int]:
     o = _new(UpdateMetadataResponse)
-    blen = len(buf)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()

@@ -165,32 +165,32 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[Upd
 
 
 def _encode_UpdateRaftVoterRequestListener_v0(o: UpdateRaftVoterRequestListener, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S0.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -266,12 +266,12 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
     else:
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_listeners: list[UpdateRaftVoterRequestListener] = []
+        app_listeners = lst_listeners.append
         for _ in range(n):
-            x, pos = _decode_UpdateRaftVoterRequestListener_v0(buf, pos)
-            app(x)
-        o.listeners = lst
+            x_listeners, pos = _decode_UpdateRaftVoterRequestListener_v0(buf, pos)
+            app_listeners(x_listeners)
+        o.listeners = lst_listeners
     o.k_raft_version_feature, pos = _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf, pos)
     n = buf[pos]
     if n < 0x80:
@@ -296,31 +296,31 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
 
 
 def _encode_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S2.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id.bytes)
-    x = o.listeners
-    if x is None:
+    x_listeners = o.listeners
+    if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_listeners) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_UpdateRaftVoterRequestListener_v0(e, out)
+        for e_listeners in x_listeners:
+            _encode_UpdateRaftVoterRequestListener_v0(e_listeners, out)
     _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0(o.k_raft_version_feature, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -375,19 +375,19 @@ def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: int) -> tup
 
 def _encode_UpdateRaftVoterResponseCurrentLeader_v0(o: UpdateRaftVoterResponseCurrentLeader, out: bytearray) -> None:
     out += _S3.pack(o.leader_id, o.leader_epoch)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

@@ -169,7 +169,7 @@ def _decode_VoteRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[VoteReque
 
 
 def _encode_VoteRequestPartitionData_v0(o: VoteRequestPartitionData, out: bytearray) -> None:
-    if o.pre_vote != False:
+    if bool(o.pre_vote):
         raise FieldNotInVersionError('non-default PreVote cannot be written', version=0)
     out += _S0.pack(o.partition_index, o.replica_epoch, o.replica_id, o.last_offset_epoch, o.last_offset)
     if o.unknown_tagged_fields:
@@ -209,7 +209,7 @@ def _decode_VoteRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[VoteReque
 
 
 def _encode_VoteRequestPartitionData_v1(o: VoteRequestPartitionData, out: bytearray) -> None:
-    if o.pre_vote != False:
+    if bool(o.pre_vote):
         raise FieldNotInVersionError('non-default PreVote cannot be written', version=1)
     out += _S1.pack(o.partition_index, o.replica_epoch, o.replica_id, o.replica_directory_id.bytes, o.voter_directory_id.bytes, o.last_offset_epoch, o.last_offset)
     if o.unknown_tagged_fields:
@@ -285,12 +285,12 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTo
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[VoteRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_VoteRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -314,30 +314,30 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTo
 
 
 def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_VoteRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -374,12 +374,12 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTo
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[VoteRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestPartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_VoteRequestPartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -403,30 +403,30 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTo
 
 
 def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteRequestPartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_VoteRequestPartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -463,12 +463,12 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTo
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[VoteRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestPartitionData_v2(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_VoteRequestPartitionData_v2(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -492,30 +492,30 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTo
 
 
 def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteRequestPartitionData_v2(e, out)
+        for e_partitions in x_partitions:
+            _encode_VoteRequestPartitionData_v2(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -553,12 +553,12 @@ def _decode_VoteRequest_v0(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[VoteRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_VoteRequestTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -582,30 +582,30 @@ def _decode_VoteRequest_v0(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
 
 
 def _encode_VoteRequest_v0(o: VoteRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_cluster_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteRequestTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_VoteRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -644,12 +644,12 @@ def _decode_VoteRequest_v1(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[VoteRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestTopicData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_VoteRequestTopicData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -673,31 +673,31 @@ def _decode_VoteRequest_v1(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
 
 
 def _encode_VoteRequest_v1(o: VoteRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.voter_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteRequestTopicData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_VoteRequestTopicData_v1(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -736,12 +736,12 @@ def _decode_VoteRequest_v2(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[VoteRequestTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_VoteRequestTopicData_v2(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_VoteRequestTopicData_v2(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -765,31 +765,31 @@ def _decode_VoteRequest_v2(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
 
 
 def _encode_VoteRequest_v2(o: VoteRequest, out: bytearray) -> None:
-    x = o.cluster_id
-    if x is None:
+    x_cluster_id = o.cluster_id
+    if x_cluster_id is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_cluster_id = x_cluster_id.encode()
+        if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
-        m = len(b) + 1
+        m = len(b_cluster_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_cluster_id
     out += _S3.pack(o.voter_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteRequestTopicData_v2(e, out)
+        for e_topics in x_topics:
+            _encode_VoteRequestTopicData_v2(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -861,12 +861,12 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponse
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[VoteResponsePartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_VoteResponsePartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_VoteResponsePartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -890,30 +890,30 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponse
 
 
 def _encode_VoteResponseTopicData_v0(o: VoteResponseTopicData, out: bytearray) -> None:
-    x = o.topic_name
-    if x is None:
+    x_topic_name = o.topic_name
+    if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_topic_name = x_topic_name.encode()
+        if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        m = len(b) + 1
+        m = len(b_topic_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_topic_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteResponsePartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_VoteResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -967,19 +967,19 @@ def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[VoteRespo
 
 def _encode_VoteResponseNodeEndpoint_v1(o: VoteResponseNodeEndpoint, out: bytearray) -> None:
     out += _S3.pack(o.node_id)
-    x = o.host
-    if x is None:
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S5.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1004,12 +1004,12 @@ def _decode_VoteResponse_v0(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[VoteResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_VoteResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1038,17 +1038,17 @@ def _encode_VoteResponse_v0(o: VoteResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
     out += _S6.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteResponseTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_VoteResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1072,12 +1072,12 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[VoteResponseTopicData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_VoteResponseTopicData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1102,12 +1102,12 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
                 else:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
-                    lst = []
-                    app = lst.append
+                    lst_node_endpoints: list[VoteResponseNodeEndpoint] = []
+                    app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x, pos = _decode_VoteResponseNodeEndpoint_v1(buf, pos)
-                        app(x)
-                    o.node_endpoints = lst
+                        x_node_endpoints, pos = _decode_VoteResponseNodeEndpoint_v1(buf, pos)
+                        app_node_endpoints(x_node_endpoints)
+                    o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
@@ -1120,31 +1120,31 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
 
 def _encode_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
     out += _S6.pack(o.error_code)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VoteResponseTopicData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_VoteResponseTopicData_v0(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t = bytearray()
-        x = o.node_endpoints
-        if x is None:
+        x_node_endpoints = o.node_endpoints
+        if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
-            m = len(x) + 1
+            m = len(x_node_endpoints) + 1
             if m < 0x80:
                 t.append(m)
             else:
                 _write_uvarint(t, m)
-            for e in x:
-                _encode_VoteResponseNodeEndpoint_v1(e, t)
+            for e_node_endpoints in x_node_endpoints:
+                _encode_VoteResponseNodeEndpoint_v1(e_node_endpoints, t)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

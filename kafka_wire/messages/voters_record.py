@@ -140,32 +140,32 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: int) -> tuple[VotersRecordE
 
 
 def _encode_VotersRecordEndpoint_v0(o: VotersRecordEndpoint, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.host
-    if x is None:
+        out += b_name
+    x_host = o.host
+    if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_host = x_host.encode()
+        if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        m = len(b) + 1
+        m = len(b_host) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_host
     out += _S0.pack(o.port)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -225,12 +225,12 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
     else:
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_endpoints: list[VotersRecordEndpoint] = []
+        app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x, pos = _decode_VotersRecordEndpoint_v0(buf, pos)
-            app(x)
-        o.endpoints = lst
+            x_endpoints, pos = _decode_VotersRecordEndpoint_v0(buf, pos)
+            app_endpoints(x_endpoints)
+        o.endpoints = lst_endpoints
     o.k_raft_version_feature, pos = _decode_VotersRecordKRaftVersionFeature_v0(buf, pos)
     n = buf[pos]
     if n < 0x80:
@@ -256,17 +256,17 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
 
 def _encode_VotersRecordVoter_v0(o: VotersRecordVoter, out: bytearray) -> None:
     out += _S2.pack(o.voter_id, o.voter_directory_id.bytes)
-    x = o.endpoints
-    if x is None:
+    x_endpoints = o.endpoints
+    if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_endpoints) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VotersRecordEndpoint_v0(e, out)
+        for e_endpoints in x_endpoints:
+            _encode_VotersRecordEndpoint_v0(e_endpoints, out)
     _encode_VotersRecordKRaftVersionFeature_v0(o.k_raft_version_feature, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -290,12 +290,12 @@ def _decode_VotersRecord_v0(buf: bytes, pos: int) -> tuple[VotersRecord, int]:
     else:
         if n > blen - pos:
             raise _invalid('array Voters declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_voters: list[VotersRecordVoter] = []
+        app_voters = lst_voters.append
         for _ in range(n):
-            x, pos = _decode_VotersRecordVoter_v0(buf, pos)
-            app(x)
-        o.voters = lst
+            x_voters, pos = _decode_VotersRecordVoter_v0(buf, pos)
+            app_voters(x_voters)
+        o.voters = lst_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -320,17 +320,17 @@ def _decode_VotersRecord_v0(buf: bytes, pos: int) -> tuple[VotersRecord, int]:
 
 def _encode_VotersRecord_v0(o: VotersRecord, out: bytearray) -> None:
     out += _S3.pack(o.version)
-    x = o.voters
-    if x is None:
+    x_voters = o.voters
+    if x_voters is None:
         raise ValueOutOfRangeError('non-nullable field Voters is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_voters) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_VotersRecordVoter_v0(e, out)
+        for e_voters in x_voters:
+            _encode_VotersRecordVoter_v0(e_voters, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

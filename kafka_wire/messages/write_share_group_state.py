@@ -176,12 +176,12 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array StateBatches declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
+        app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
-            app(x)
-        o.state_batches = lst
+            x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
+            app_state_batches(x_state_batches)
+        o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -206,17 +206,17 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
 
 def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateRequestPartitionData, out: bytearray) -> None:
     out += _S1.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
-    x = o.state_batches
-    if x is None:
+    x_state_batches = o.state_batches
+    if x_state_batches is None:
         raise ValueOutOfRangeError('non-nullable field StateBatches is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_state_batches) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateRequestStateBatch_v0(e, out)
+        for e_state_batches in x_state_batches:
+            _encode_WriteShareGroupStateRequestStateBatch_v0(e_state_batches, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -239,12 +239,12 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
     else:
         if n > blen - pos:
             raise _invalid('array StateBatches declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
+        app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
-            app(x)
-        o.state_batches = lst
+            x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
+            app_state_batches(x_state_batches)
+        o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -269,17 +269,17 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
 
 def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateRequestPartitionData, out: bytearray) -> None:
     out += _S2.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
-    x = o.state_batches
-    if x is None:
+    x_state_batches = o.state_batches
+    if x_state_batches is None:
         raise ValueOutOfRangeError('non-nullable field StateBatches is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_state_batches) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateRequestStateBatch_v0(e, out)
+        for e_state_batches in x_state_batches:
+            _encode_WriteShareGroupStateRequestStateBatch_v0(e_state_batches, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -303,12 +303,12 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: int) -
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[WriteShareGroupStateRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateRequestPartitionData_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -333,17 +333,17 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: int) -
 
 def _encode_WriteShareGroupStateRequestWriteStateData_v0(o: WriteShareGroupStateRequestWriteStateData, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateRequestPartitionData_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_WriteShareGroupStateRequestPartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -367,12 +367,12 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[WriteShareGroupStateRequestPartitionData] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateRequestPartitionData_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -397,17 +397,17 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -
 
 def _encode_WriteShareGroupStateRequestWriteStateData_v1(o: WriteShareGroupStateRequestWriteStateData, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateRequestPartitionData_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_WriteShareGroupStateRequestPartitionData_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -444,12 +444,12 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteS
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteShareGroupStateRequestWriteStateData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateRequestWriteStateData_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -473,30 +473,30 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteS
 
 
 def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateRequestWriteStateData_v0(e, out)
+        for e_topics in x_topics:
+            _encode_WriteShareGroupStateRequestWriteStateData_v0(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -533,12 +533,12 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteS
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteShareGroupStateRequestWriteStateData] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateRequestWriteStateData_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -562,30 +562,30 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteS
 
 
 def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, out: bytearray) -> None:
-    x = o.group_id
-    if x is None:
+    x_group_id = o.group_id
+    if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_group_id = x_group_id.encode()
+        if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        m = len(b) + 1
+        m = len(b_group_id) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.topics
-    if x is None:
+        out += b_group_id
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateRequestWriteStateData_v1(e, out)
+        for e_topics in x_topics:
+            _encode_WriteShareGroupStateRequestWriteStateData_v1(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -637,19 +637,19 @@ def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int)
 
 def _encode_WriteShareGroupStateResponsePartitionResult_v0(o: WriteShareGroupStateResponsePartitionResult, out: bytearray) -> None:
     out += _S4.pack(o.partition, o.error_code)
-    x = o.error_message
-    if x is None:
+    x_error_message = o.error_message
+    if x_error_message is None:
         out.append(0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_error_message = x_error_message.encode()
+        if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        m = len(b) + 1
+        m = len(b_error_message) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
+        out += b_error_message
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -673,12 +673,12 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[WriteShareGroupStateResponsePartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_WriteShareGroupStateResponsePartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -703,17 +703,17 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
 
 def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupStateResponseWriteStateResult, out: bytearray) -> None:
     out += _S3.pack(o.topic_id.bytes)
-    x = o.partitions
-    if x is None:
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateResponsePartitionResult_v0(e, out)
+        for e_partitions in x_partitions:
+            _encode_WriteShareGroupStateResponsePartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -734,12 +734,12 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Write
     else:
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_results: list[WriteShareGroupStateResponseWriteStateResult] = []
+        app_results = lst_results.append
         for _ in range(n):
-            x, pos = _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf, pos)
-            app(x)
-        o.results = lst
+            x_results, pos = _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf, pos)
+            app_results(x_results)
+        o.results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -763,17 +763,17 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Write
 
 
 def _encode_WriteShareGroupStateResponse_v0(o: WriteShareGroupStateResponse, out: bytearray) -> None:
-    x = o.results
-    if x is None:
+    x_results = o.results
+    if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        m = len(x) + 1
+        m = len(x_results) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteShareGroupStateResponseWriteStateResult_v0(e, out)
+        for e_results in x_results:
+            _encode_WriteShareGroupStateResponseWriteStateResult_v0(e_results, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

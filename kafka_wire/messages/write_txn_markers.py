@@ -151,20 +151,20 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: int
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(o: WriteTxnMarkersRequestWritableTxnMarkerTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        out += _pack(f'>i{len(x)}i', len(x), *x)
+        out += _pack(f'>i{len(x_partition_indexes)}i', len(x_partition_indexes), *x_partition_indexes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -224,29 +224,29 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: int
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(o: WriteTxnMarkersRequestWritableTxnMarkerTopic, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partition_indexes
-    if x is None:
+        out += b_name
+    x_partition_indexes = o.partition_indexes
+    if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partition_indexes) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x)}i', *x)
+        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -264,12 +264,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
@@ -278,13 +278,13 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: int) -> 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(o: WriteTxnMarkersRequestWritableTxnMarker, out: bytearray) -> None:
     out += _S3.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(e_topics, out)
     out += _S1.pack(o.coordinator_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
@@ -307,12 +307,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.coordinator_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -339,17 +339,17 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequestWritableTxnMarker, out: bytearray) -> None:
     out += _S3.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e, out)
+        for e_topics in x_topics:
+            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e_topics, out)
     out += _S1.pack(o.coordinator_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -373,12 +373,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.coordinator_epoch, o.transaction_version = _S4.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -405,17 +405,17 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequestWritableTxnMarker, out: bytearray) -> None:
     out += _S3.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e, out)
+        for e_topics in x_topics:
+            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e_topics, out)
     out += _S4.pack(o.coordinator_epoch, o.transaction_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -433,24 +433,24 @@ def _decode_WriteTxnMarkersRequest_v0(buf: bytes, pos: int) -> tuple[WriteTxnMar
     else:
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
+        app_markers = lst_markers.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf, pos)
-            app(x)
-        o.markers = lst
+            x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf, pos)
+            app_markers(x_markers)
+        o.markers = lst_markers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_WriteTxnMarkersRequest_v0(o: WriteTxnMarkersRequest, out: bytearray) -> None:
-    x = o.markers
-    if x is None:
+    x_markers = o.markers
+    if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(e, out)
+        out += _S1.pack(len(x_markers))
+        for e_markers in x_markers:
+            _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(e_markers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -469,12 +469,12 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: int) -> tuple[WriteTxnMar
     else:
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
+        app_markers = lst_markers.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf, pos)
-            app(x)
-        o.markers = lst
+            x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf, pos)
+            app_markers(x_markers)
+        o.markers = lst_markers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -498,17 +498,17 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: int) -> tuple[WriteTxnMar
 
 
 def _encode_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, out: bytearray) -> None:
-    x = o.markers
-    if x is None:
+    x_markers = o.markers
+    if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_markers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(e, out)
+        for e_markers in x_markers:
+            _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(e_markers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -529,12 +529,12 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMar
     else:
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
+        app_markers = lst_markers.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf, pos)
-            app(x)
-        o.markers = lst
+            x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf, pos)
+            app_markers(x_markers)
+        o.markers = lst_markers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -558,17 +558,17 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMar
 
 
 def _encode_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, out: bytearray) -> None:
-    x = o.markers
-    if x is None:
+    x_markers = o.markers
+    if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=2)
     else:
-        m = len(x) + 1
+        m = len(x_markers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(e, out)
+        for e_markers in x_markers:
+            _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(e_markers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -577,7 +577,6 @@ def _encode_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, out: bytearray)
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, int]:
     o = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
-    blen = len(buf)
     o.partition_index, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
@@ -647,33 +646,33 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, p
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(o: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b))
-        out += b
-    x = o.partitions
-    if x is None:
+        out += _S0.pack(len(b_name))
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(e, out)
+        out += _S1.pack(len(x_partitions))
+        for e_partitions in x_partitions:
+            _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(e_partitions, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -708,12 +707,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
     else:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
+        app_partitions = lst_partitions.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf, pos)
-            app(x)
-        o.partitions = lst
+            x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf, pos)
+            app_partitions(x_partitions)
+        o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -737,30 +736,30 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(o: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, out: bytearray) -> None:
-    x = o.name
-    if x is None:
+    x_name = o.name
+    if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
-        b = x.encode()
-        if len(b) > 0x7FFF:
+        b_name = x_name.encode()
+        if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        m = len(b) + 1
+        m = len(b_name) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b
-    x = o.partitions
-    if x is None:
+        out += b_name
+    x_partitions = o.partitions
+    if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_partitions) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(e, out)
+        for e_partitions in x_partitions:
+            _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(e_partitions, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -777,25 +776,25 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf: bytes, pos: i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteTxnMarkersResponseWritableTxnMarkerTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(o: WriteTxnMarkersResponseWritableTxnMarkerResult, out: bytearray) -> None:
     out += _S7.pack(o.producer_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(e, out)
+        out += _S1.pack(len(x_topics))
+        for e_topics in x_topics:
+            _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -816,12 +815,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_topics: list[WriteTxnMarkersResponseWritableTxnMarkerTopicResult] = []
+        app_topics = lst_topics.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf, pos)
-            app(x)
-        o.topics = lst
+            x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf, pos)
+            app_topics(x_topics)
+        o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -846,17 +845,17 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(o: WriteTxnMarkersResponseWritableTxnMarkerResult, out: bytearray) -> None:
     out += _S7.pack(o.producer_id)
-    x = o.topics
-    if x is None:
+    x_topics = o.topics
+    if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_topics) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(e, out)
+        for e_topics in x_topics:
+            _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -873,24 +872,24 @@ def _decode_WriteTxnMarkersResponse_v0(buf: bytes, pos: int) -> tuple[WriteTxnMa
     else:
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_markers: list[WriteTxnMarkersResponseWritableTxnMarkerResult] = []
+        app_markers = lst_markers.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf, pos)
-            app(x)
-        o.markers = lst
+            x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf, pos)
+            app_markers(x_markers)
+        o.markers = lst_markers
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_WriteTxnMarkersResponse_v0(o: WriteTxnMarkersResponse, out: bytearray) -> None:
-    x = o.markers
-    if x is None:
+    x_markers = o.markers
+    if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=0)
     else:
-        out += _S1.pack(len(x))
-        for e in x:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(e, out)
+        out += _S1.pack(len(x_markers))
+        for e_markers in x_markers:
+            _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(e_markers, out)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -909,12 +908,12 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: int) -> tuple[WriteTxnMa
     else:
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
-        lst = []
-        app = lst.append
+        lst_markers: list[WriteTxnMarkersResponseWritableTxnMarkerResult] = []
+        app_markers = lst_markers.append
         for _ in range(n):
-            x, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf, pos)
-            app(x)
-        o.markers = lst
+            x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf, pos)
+            app_markers(x_markers)
+        o.markers = lst_markers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -938,17 +937,17 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: int) -> tuple[WriteTxnMa
 
 
 def _encode_WriteTxnMarkersResponse_v1(o: WriteTxnMarkersResponse, out: bytearray) -> None:
-    x = o.markers
-    if x is None:
+    x_markers = o.markers
+    if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=1)
     else:
-        m = len(x) + 1
+        m = len(x_markers) + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        for e in x:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(e, out)
+        for e_markers in x_markers:
+            _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(e_markers, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -17,6 +17,7 @@ difference instead of writing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from dataclasses import dataclass, field
@@ -296,7 +297,7 @@ class _Merger:
             for n in names:
                 rank.setdefault(n, len(rank))
                 edges.setdefault(n, set())
-            for a, b in zip(names, names[1:], strict=False):
+            for a, b in itertools.pairwise(names):
                 edges[a].add(b)
         indegree = {n: 0 for n in rank}
         for a in edges:
@@ -471,9 +472,9 @@ def build(reference: Path) -> dict[str, str]:
             assert isinstance(ident, int)
             apis.setdefault(ident, {})[kind] = body
         else:
-            folder = "headers" if kind == "header" else "data"
+            subdir = "headers" if kind == "header" else "data"
             doc = {"format": FORMAT_VERSION, "kind": kind, **body}
-            files[f"{folder}/{body['name']}.json"] = _dump(doc)
+            files[f"{subdir}/{body['name']}.json"] = _dump(doc)
     for api_key, pair in sorted(apis.items()):
         name = str(pair["request"]["name"]).removesuffix("Request")
         doc = {"format": FORMAT_VERSION, "kind": "api", "api_key": api_key, "name": name, **pair}

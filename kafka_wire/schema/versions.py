@@ -112,7 +112,7 @@ class VersionSet:
     def opened_at(self, highest: int) -> VersionSet:
         """Make a range that reaches ``highest`` open-ended (``"3-13"`` with 13 -> ``"3+"``)."""
         if self._ranges and self._ranges[-1][1] >= highest:
-            return VersionSet(self._ranges[:-1] + ((self._ranges[-1][0], OPEN_END),))
+            return VersionSet((*self._ranges[:-1], (self._ranges[-1][0], OPEN_END)))
         return self
 
     def format(self) -> str:
