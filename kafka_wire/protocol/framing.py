@@ -62,15 +62,18 @@ def encode_request(header: RequestHeader, body: Message, version: int, *, traili
     """
     if body.KIND != "request" or body.API_KEY is None:
         raise EncodeError(f"{type(body).__name__} is not a request", version=version)
-    if header.request_api_key != body.API_KEY or header.request_api_version != version:
+    header_version = request_header_version(body.API_KEY, version)
+    # Header v0 (ControlledShutdown v0) has no client id; Kafka's writer drops it.
+    client_id = header.client_id if header_version > 0 else ""
+    if (header.request_api_key, header.request_api_version, header.client_id) != (body.API_KEY, version, client_id):
         header = RequestHeader(
             request_api_key=body.API_KEY,
             request_api_version=version,
             correlation_id=header.correlation_id,
-            client_id=header.client_id,
+            client_id=client_id,
             unknown_tagged_fields=header.unknown_tagged_fields,
         )
-    return _frame(header, request_header_version(body.API_KEY, version), body, version, trailing)
+    return _frame(header, header_version, body, version, trailing)
 
 
 def encode_response(header: ResponseHeader, body: Message, version: int) -> bytes:
