@@ -346,6 +346,7 @@ def _field_json(m: MergedField, valid: VersionSet) -> dict[str, Any]:
 
 
 def _message_json(sources: list[SourceMessage]) -> dict[str, Any]:
+    latest = next((s.valid for s in sources if s.snapshot is LATEST), VersionSet())
     # A newer placeholder that defines no version (ZooKeeper-era APIs 4-7) contributes nothing.
     sources = [s for s in sources if s.valid] or sources[:1]
     merger = _Merger(sources)
@@ -360,7 +361,7 @@ def _message_json(sources: list[SourceMessage]) -> dict[str, Any]:
         "valid_versions": valid.format() if valid else "none",
         "flexible_versions": newest.flexible.format(),
     }
-    removed = VersionSet.of(v for v in valid if merger.winner[v] is not sources[0] or v not in sources[0].valid)
+    removed = VersionSet.of(v for v in valid if v not in latest)
     if removed:
         out["removed_versions"] = removed.format()
     older_names = sorted({s.name for s in sources[1:] if s.name != newest.name})
