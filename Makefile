@@ -22,7 +22,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
-	$(VENV)/bin/ruff check kafka_wire tests bench fuzz
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -bb -m pytest -q -p no:cacheprovider
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kafka_wire.codec.jsonify import to_jsonable
+from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import DecodeError
 
 # argparse's subparser action type is private; this alias keeps the signature readable.
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             for offset, frame in _frames(data):
                 record: dict[str, Any] = {"source": path, "offset": offset, "size": len(frame) - 4}
+                header: Message
+                body: Message
                 if args.response:
                     header, body = decode_response(frame, args.api_key, args.api_version, strict=args.strict)
                     record.update(kind="response", api_key=args.api_key, api_version=args.api_version)

@@ -40,6 +40,14 @@ class _Fresh:
         return "<fresh default>"
 
 
+#: Arrays of fixed-width numbers up to this length use a precompiled ``struct.Struct``.
+SMALL_ARRAY: Final = 64
+_ARRAY_CHARS = "?bhiqHId"
+#: ``ARRAY_STRUCTS[c][n]`` reads or writes ``n`` values of struct code ``c``.
+ARRAY_STRUCTS: Final = {c: tuple(struct.Struct(f">{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS}
+#: ``COUNTED_ARRAY_STRUCTS[c][n]`` writes an int32 count and then ``n`` values of code ``c``.
+COUNTED_ARRAY_STRUCTS: Final = {c: tuple(struct.Struct(f">i{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS}
+
 #: Default of array and struct parameters: the constructor builds a new empty list or struct.
 FRESH: Final[Any] = _Fresh()
 

@@ -12,10 +12,12 @@ import base64
 import re
 from dataclasses import dataclass
 
+from kafka_wire.codec.runtime import SMALL_ARRAY
 from kafka_wire.codegen.writer import SourceWriter
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
 
+ARRAY_NAMES: dict[str, str] = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "q": "i64", "H": "u16", "I": "u32", "d": "f64"}
 STRUCT_CHARS: dict[str, str] = {
     "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
     "uint16": "H", "uint32": "I", "float64": "d", "uuid": "16s",
@@ -120,13 +122,18 @@ class ModuleEmitter:
         self.structs: dict[str, str] = {}  # format -> constant name
         self.body = SourceWriter()
         self.tables = SourceWriter()
-        self.fn_names: dict[str, str] = {}  # function source (with placeholder) -> name
+        self.tables_used: dict[str, str] = {}  # module constant -> runtime array-struct table
 
     # ----------------------------------------------------------------- helpers
     def struct_const(self, fmt: str) -> str:
         name = self.structs.get(fmt)
         if name is None:
             name = self.structs[fmt] = f"_S{len(self.structs)}"
+        return name
+
+    def array_table(self, c: str, counted: bool) -> str:
+        name = f"_{'C' if counted else 'A'}{ARRAY_NAMES[c]}"
+        self.tables_used[name] = f"{'COUNTED_ARRAY_STRUCTS' if counted else 'ARRAY_STRUCTS'}[{c!r}]"
         return name
 
     def class_of(self, field: Field) -> str:
@@ -321,7 +328,9 @@ class ModuleEmitter:
             size = FIXED_WIDTH[ek]
             with w.block(f"if n * {size} > blen - pos:"):
                 w.line(f"raise _truncated('{f.name}')")
-            w.line(f"{target} = list(_unpack_from(f'>{{n}}{STRUCT_CHARS[ek]}', buf, pos))")
+            c = STRUCT_CHARS[ek]
+            table = self.array_table(c, counted=False)
+            w.line(f"{target} = list(({table}[n] if n < {SMALL_ARRAY} else _Struct(f'>{{n}}{c}')).unpack_from(buf, pos))")
             w.line(f"pos += n * {size}")
             return
         with w.block("if n > blen - pos:"):
@@ -521,11 +530,16 @@ class ModuleEmitter:
         p = f.py_name
         if ek in STRUCT_CHARS and ek != "uuid":
             c = STRUCT_CHARS[ek]
+            w.line(f"k_{p} = len(x_{p})")
             if flexible:
-                self.write_length(w, True, "array", f"len(x_{p})", out)
-                w.line(f"{out} += _pack(f'>{{len(x_{p})}}{c}', *x_{p})")
+                self.write_length(w, True, "array", f"k_{p}", out)
+                table = self.array_table(c, counted=False)
+                fallback = f"_Struct(f'>{{k_{p}}}{c}')"
+                w.line(f"{out} += ({table}[k_{p}] if k_{p} < {SMALL_ARRAY} else {fallback}).pack(*x_{p})")
             else:
-                w.line(f"{out} += _pack(f'>i{{len(x_{p})}}{c}', len(x_{p}), *x_{p})")
+                table = self.array_table(c, counted=True)
+                fallback = f"_Struct(f'>i{{k_{p}}}{c}')"
+                w.line(f"{out} += ({table}[k_{p}] if k_{p} < {SMALL_ARRAY} else {fallback}).pack(k_{p}, *x_{p})")
             return
         self.write_length(w, flexible, "array", f"len(x_{p})", out)
         if ek == "uuid":
@@ -666,7 +680,10 @@ class ModuleEmitter:
         head.line("from struct import unpack_from as _unpack_from")
         head.line("from uuid import UUID")
         head.line()
-        head.line("from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields")
+        head.line(
+            "from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, ZERO_UUID, "
+            "FieldSpec, Message, Struct, TaggedFields"
+        )
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
@@ -678,6 +695,8 @@ class ModuleEmitter:
         head.line("_new = object.__new__")
         for fmt, name in self.structs.items():
             head.line(f"{name} = _Struct({fmt!r})")
+        for name, table in sorted(self.tables_used.items()):
+            head.line(f"{name} = {table}")
         text = head.text() + self.body.text() + "\n" + self.tables.text()
         return _tidy_imports(text)
 
@@ -705,6 +724,8 @@ def _tidy_imports(text: str) -> str:
             if not used:
                 continue
             line = line.split(" import ", 1)[0] + " import " + ", ".join(used)
+            if len(line) > 110:
+                line = line.split(" import ", 1)[0] + " import (\n" + "".join(f"    {u},\n" for u in used) + ")"
         kept.append(line)
     return "\n".join(kept) + body
 

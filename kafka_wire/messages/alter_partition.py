@@ -11,11 +11,9 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -32,6 +30,7 @@ _S3 = _Struct('>bi')
 _S4 = _Struct('>16s')
 _S5 = _Struct('>ihii')
 _S6 = _Struct('>ih')
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class AlterPartitionRequestBrokerState(Struct):
@@ -197,7 +196,7 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
     else:
         if n * 4 > blen - pos:
             raise _truncated('NewIsr')
-        o.new_isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.new_isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -233,12 +232,13 @@ def _encode_AlterPartitionRequestPartitionData_v0(o: AlterPartitionRequestPartit
     if x_new_isr is None:
         raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=0)
     else:
-        m = len(x_new_isr) + 1
+        k_new_isr = len(x_new_isr)
+        m = k_new_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_new_isr)}i', *x_new_isr)
+        out += (_Ai32[k_new_isr] if k_new_isr < 64 else _Struct(f'>{k_new_isr}i')).pack(*x_new_isr)
     out += _S2.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -263,7 +263,7 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
     else:
         if n * 4 > blen - pos:
             raise _truncated('NewIsr')
-        o.new_isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.new_isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -297,12 +297,13 @@ def _encode_AlterPartitionRequestPartitionData_v1(o: AlterPartitionRequestPartit
     if x_new_isr is None:
         raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=1)
     else:
-        m = len(x_new_isr) + 1
+        k_new_isr = len(x_new_isr)
+        m = k_new_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_new_isr)}i', *x_new_isr)
+        out += (_Ai32[k_new_isr] if k_new_isr < 64 else _Struct(f'>{k_new_isr}i')).pack(*x_new_isr)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -958,7 +959,7 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -990,12 +991,13 @@ def _encode_AlterPartitionResponsePartitionData_v0(o: AlterPartitionResponsePart
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
-        m = len(x_isr) + 1
+        k_isr = len(x_isr)
+        m = k_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr)}i', *x_isr)
+        out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
     out += _S2.pack(o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1019,7 +1021,7 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -1051,12 +1053,13 @@ def _encode_AlterPartitionResponsePartitionData_v1(o: AlterPartitionResponsePart
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
     else:
-        m = len(x_isr) + 1
+        k_isr = len(x_isr)
+        m = k_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr)}i', *x_isr)
+        out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

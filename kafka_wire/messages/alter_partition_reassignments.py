@@ -9,10 +9,8 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -26,6 +24,7 @@ _S0 = _Struct('>i')
 _S1 = _Struct('>i?')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>i?h')
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class AlterPartitionReassignmentsRequestReassignablePartition(Struct):
@@ -126,7 +125,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -156,12 +155,13 @@ def _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(o: AlterP
     if x_replicas is None:
         out.append(0)
     else:
-        m = len(x_replicas) + 1
+        k_replicas = len(x_replicas)
+        m = k_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+        out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

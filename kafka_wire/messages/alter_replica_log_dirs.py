@@ -11,10 +11,16 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -28,6 +34,8 @@ _S0 = _Struct('>h')
 _S1 = _Struct('>i')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>ii')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class AlterReplicaLogDirsRequestAlterReplicaLogDirTopic(Struct):
@@ -122,7 +130,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -142,7 +150,8 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplica
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
+        k_partitions = len(x_partitions)
+        out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -177,7 +186,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -219,12 +228,13 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(o: AlterReplica
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -8,10 +8,16 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
@@ -20,6 +26,8 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>i')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class ConsumerProtocolAssignmentTopicPartition(Struct):
@@ -68,7 +76,7 @@ def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -88,7 +96,8 @@ def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssig
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
+        k_partitions = len(x_partitions)
+        out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 

@@ -9,10 +9,16 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -27,6 +33,8 @@ _S1 = _Struct('>h')
 _S2 = _Struct('>ii')
 _S3 = _Struct('>i?')
 _S4 = _Struct('>hh')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class CreatePartitionsRequestAssignment(Struct):
@@ -103,7 +111,7 @@ def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -114,7 +122,8 @@ def _encode_CreatePartitionsRequestAssignment_v0(o: CreatePartitionsRequestAssig
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
     else:
-        out += _pack(f'>i{len(x_broker_ids)}i', len(x_broker_ids), *x_broker_ids)
+        k_broker_ids = len(x_broker_ids)
+        out += (_Ci32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>i{k_broker_ids}i')).pack(k_broker_ids, *x_broker_ids)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -133,7 +142,7 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -162,12 +171,13 @@ def _encode_CreatePartitionsRequestAssignment_v2(o: CreatePartitionsRequestAssig
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=2)
     else:
-        m = len(x_broker_ids) + 1
+        k_broker_ids = len(x_broker_ids)
+        m = k_broker_ids + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_broker_ids)}i', *x_broker_ids)
+        out += (_Ai32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>{k_broker_ids}i')).pack(*x_broker_ids)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

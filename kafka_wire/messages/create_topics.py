@@ -11,11 +11,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -34,6 +41,8 @@ _S5 = _Struct('>i?')
 _S6 = _Struct('>?b?')
 _S7 = _Struct('>hh')
 _S8 = _Struct('>16sh')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class CreateTopicsRequestCreatableReplicaAssignment(Struct):
@@ -156,7 +165,7 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: in
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -168,7 +177,8 @@ def _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(o: CreateTopicsRequ
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
     else:
-        out += _pack(f'>i{len(x_broker_ids)}i', len(x_broker_ids), *x_broker_ids)
+        k_broker_ids = len(x_broker_ids)
+        out += (_Ci32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>i{k_broker_ids}i')).pack(k_broker_ids, *x_broker_ids)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -189,7 +199,7 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: in
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -219,12 +229,13 @@ def _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(o: CreateTopicsRequ
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=5)
     else:
-        m = len(x_broker_ids) + 1
+        k_broker_ids = len(x_broker_ids)
+        m = k_broker_ids + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_broker_ids)}i', *x_broker_ids)
+        out += (_Ai32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>{k_broker_ids}i')).pack(*x_broker_ids)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

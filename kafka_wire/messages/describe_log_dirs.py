@@ -11,10 +11,16 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -32,6 +38,8 @@ _S4 = _Struct('>qq')
 _S5 = _Struct('>qq?')
 _S6 = _Struct('>ii')
 _S7 = _Struct('>ih')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class DescribeLogDirsRequestDescribableLogDirTopic(Struct):
@@ -140,7 +148,7 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: int
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -160,7 +168,8 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRe
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
+        k_partitions = len(x_partitions)
+        out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -195,7 +204,7 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: int
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -237,12 +246,13 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(o: DescribeLogDirsRe
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -9,10 +9,8 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -25,6 +23,7 @@ _new = object.__new__
 _S0 = _Struct('>qiiqiq')
 _S1 = _Struct('>ih')
 _S2 = _Struct('>i')
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class DescribeProducersRequestTopicRequest(Struct):
@@ -139,7 +138,7 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: int) -> tup
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -181,12 +180,13 @@ def _encode_DescribeProducersRequestTopicRequest_v0(o: DescribeProducersRequestT
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        m = len(x_partition_indexes) + 1
+        k_partition_indexes = len(x_partition_indexes)
+        m = k_partition_indexes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
+        out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

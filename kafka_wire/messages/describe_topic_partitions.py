@@ -9,11 +9,9 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -29,6 +27,7 @@ _S2 = _Struct('>hiii')
 _S3 = _Struct('>h')
 _S4 = _Struct('>16s?')
 _S5 = _Struct('>b')
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class DescribeTopicPartitionsRequestTopicRequest(Struct):
@@ -353,7 +352,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -366,7 +365,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -379,7 +378,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('EligibleLeaderReplicas')
-        o.eligible_leader_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.eligible_leader_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -392,7 +391,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('LastKnownElr')
-        o.last_known_elr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.last_known_elr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -405,7 +404,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -435,52 +434,57 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
-        m = len(x_replica_nodes) + 1
+        k_replica_nodes = len(x_replica_nodes)
+        m = k_replica_nodes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes)
+        out += (_Ai32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>{k_replica_nodes}i')).pack(*x_replica_nodes)
     x_isr_nodes = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
-        m = len(x_isr_nodes) + 1
+        k_isr_nodes = len(x_isr_nodes)
+        m = k_isr_nodes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes)
+        out += (_Ai32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>{k_isr_nodes}i')).pack(*x_isr_nodes)
     x_eligible_leader_replicas = o.eligible_leader_replicas
     if x_eligible_leader_replicas is None:
         out.append(0)
     else:
-        m = len(x_eligible_leader_replicas) + 1
+        k_eligible_leader_replicas = len(x_eligible_leader_replicas)
+        m = k_eligible_leader_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_eligible_leader_replicas)}i', *x_eligible_leader_replicas)
+        out += (_Ai32[k_eligible_leader_replicas] if k_eligible_leader_replicas < 64 else _Struct(f'>{k_eligible_leader_replicas}i')).pack(*x_eligible_leader_replicas)
     x_last_known_elr = o.last_known_elr
     if x_last_known_elr is None:
         out.append(0)
     else:
-        m = len(x_last_known_elr) + 1
+        k_last_known_elr = len(x_last_known_elr)
+        m = k_last_known_elr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_last_known_elr)}i', *x_last_known_elr)
+        out += (_Ai32[k_last_known_elr] if k_last_known_elr < 64 else _Struct(f'>{k_last_known_elr}i')).pack(*x_last_known_elr)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=0)
     else:
-        m = len(x_offline_replicas) + 1
+        k_offline_replicas = len(x_offline_replicas)
+        m = k_offline_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas)
+        out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

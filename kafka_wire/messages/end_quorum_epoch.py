@@ -9,11 +9,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -31,6 +38,8 @@ _S4 = _Struct('>i')
 _S5 = _Struct('>H')
 _S6 = _Struct('>ihii')
 _S7 = _Struct('>hi')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class EndQuorumEpochRequestReplicaInfo(Struct):
@@ -206,7 +215,7 @@ def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
     else:
         if n * 4 > blen - pos:
             raise _truncated('PreferredSuccessors')
-        o.preferred_successors = list(_unpack_from(f'>{n}i', buf, pos))
+        o.preferred_successors = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -218,7 +227,8 @@ def _encode_EndQuorumEpochRequestPartitionData_v0(o: EndQuorumEpochRequestPartit
     if x_preferred_successors is None:
         raise ValueOutOfRangeError('non-nullable field PreferredSuccessors is None', version=0)
     else:
-        out += _pack(f'>i{len(x_preferred_successors)}i', len(x_preferred_successors), *x_preferred_successors)
+        k_preferred_successors = len(x_preferred_successors)
+        out += (_Ci32[k_preferred_successors] if k_preferred_successors < 64 else _Struct(f'>i{k_preferred_successors}i')).pack(k_preferred_successors, *x_preferred_successors)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 

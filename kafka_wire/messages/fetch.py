@@ -11,11 +11,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -53,6 +60,8 @@ _S24 = _Struct('>ihqqqi')
 _S25 = _Struct('>ihqqq')
 _S26 = _Struct('>ihii')
 _S27 = _Struct('>ihi')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class FetchRequestReplicaState(Struct):
@@ -982,7 +991,7 @@ def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: int) -> tuple[FetchRe
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1002,7 +1011,8 @@ def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, out: by
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
-        out += _pack(f'>i{len(x_partitions)}i', len(x_partitions), *x_partitions)
+        k_partitions = len(x_partitions)
+        out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1038,7 +1048,7 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchR
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1080,12 +1090,13 @@ def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, out: b
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1110,7 +1121,7 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1140,12 +1151,13 @@ def _encode_FetchRequestForgottenTopic_v13(o: FetchRequestForgottenTopic, out: b
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

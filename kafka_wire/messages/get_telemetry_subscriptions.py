@@ -9,11 +9,9 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -26,6 +24,7 @@ _new = object.__new__
 _S0 = _Struct('>16s')
 _S1 = _Struct('>ih16si')
 _S2 = _Struct('>ii?')
+_Ai8 = ARRAY_STRUCTS['b']
 
 
 class GetTelemetrySubscriptionsRequest(Message):
@@ -117,7 +116,7 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 1 > blen - pos:
             raise _truncated('AcceptedCompressionTypes')
-        o.accepted_compression_types = list(_unpack_from(f'>{n}b', buf, pos))
+        o.accepted_compression_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
         pos += n * 1
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9
@@ -179,12 +178,13 @@ def _encode_GetTelemetrySubscriptionsResponse_v0(o: GetTelemetrySubscriptionsRes
     if x_accepted_compression_types is None:
         raise ValueOutOfRangeError('non-nullable field AcceptedCompressionTypes is None', version=0)
     else:
-        m = len(x_accepted_compression_types) + 1
+        k_accepted_compression_types = len(x_accepted_compression_types)
+        m = k_accepted_compression_types + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_accepted_compression_types)}b', *x_accepted_compression_types)
+        out += (_Ai8[k_accepted_compression_types] if k_accepted_compression_types < 64 else _Struct(f'>{k_accepted_compression_types}b')).pack(*x_accepted_compression_types)
     out += _S2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     x_requested_metrics = o.requested_metrics
     if x_requested_metrics is None:

@@ -9,11 +9,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -38,6 +45,8 @@ _S11 = _Struct('>iiq')
 _S12 = _Struct('>iiqb')
 _S13 = _Struct('>i?iqb')
 _S14 = _Struct('>hi')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class LeaderAndIsrRequestPartitionState(Struct):
@@ -190,7 +199,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -199,7 +208,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -222,13 +231,15 @@ def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartition
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.partition_epoch)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -258,7 +269,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -267,7 +278,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -292,13 +303,15 @@ def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartition
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.partition_epoch)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
@@ -318,7 +331,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -327,7 +340,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -343,13 +356,15 @@ def _encode_LeaderAndIsrRequestPartitionState_v2(o: LeaderAndIsrRequestPartition
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.partition_epoch)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
@@ -367,7 +382,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -376,7 +391,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -385,7 +400,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -394,7 +409,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -410,23 +425,27 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.partition_epoch)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     x_adding_replicas = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=3)
     else:
-        out += _pack(f'>i{len(x_adding_replicas)}i', len(x_adding_replicas), *x_adding_replicas)
+        k_adding_replicas = len(x_adding_replicas)
+        out += (_Ci32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>i{k_adding_replicas}i')).pack(k_adding_replicas, *x_adding_replicas)
     x_removing_replicas = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=3)
     else:
-        out += _pack(f'>i{len(x_removing_replicas)}i', len(x_removing_replicas), *x_removing_replicas)
+        k_removing_replicas = len(x_removing_replicas)
+        out += (_Ci32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>i{k_removing_replicas}i')).pack(k_removing_replicas, *x_removing_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
@@ -450,7 +469,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -465,7 +484,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -478,7 +497,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -491,7 +510,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -525,43 +544,47 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
     else:
-        m = len(x_isr) + 1
+        k_isr = len(x_isr)
+        m = k_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr)}i', *x_isr)
+        out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
     out += _S4.pack(o.partition_epoch)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
     else:
-        m = len(x_replicas) + 1
+        k_replicas = len(x_replicas)
+        m = k_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+        out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
     x_adding_replicas = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=4)
     else:
-        m = len(x_adding_replicas) + 1
+        k_adding_replicas = len(x_adding_replicas)
+        m = k_adding_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_adding_replicas)}i', *x_adding_replicas)
+        out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
     x_removing_replicas = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=4)
     else:
-        m = len(x_removing_replicas) + 1
+        k_removing_replicas = len(x_removing_replicas)
+        m = k_removing_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_removing_replicas)}i', *x_removing_replicas)
+        out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
     out += _S5.pack(o.is_new)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -586,7 +609,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.partition_epoch, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -601,7 +624,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -614,7 +637,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -627,7 +650,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.is_new, o.leader_recovery_state = _S6.unpack_from(buf, pos)
     pos += 2
@@ -659,43 +682,47 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
     else:
-        m = len(x_isr) + 1
+        k_isr = len(x_isr)
+        m = k_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr)}i', *x_isr)
+        out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
     out += _S4.pack(o.partition_epoch)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
     else:
-        m = len(x_replicas) + 1
+        k_replicas = len(x_replicas)
+        m = k_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+        out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
     x_adding_replicas = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=6)
     else:
-        m = len(x_adding_replicas) + 1
+        k_adding_replicas = len(x_adding_replicas)
+        m = k_adding_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_adding_replicas)}i', *x_adding_replicas)
+        out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
     x_removing_replicas = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=6)
     else:
-        m = len(x_removing_replicas) + 1
+        k_removing_replicas = len(x_removing_replicas)
+        m = k_removing_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_removing_replicas)}i', *x_removing_replicas)
+        out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
     out += _S6.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

@@ -9,10 +9,8 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -24,6 +22,7 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>b')
 _S1 = _Struct('>ih')
+_Ai8 = ARRAY_STRUCTS['b']
 
 
 class ListConfigResourcesRequest(Message):
@@ -111,7 +110,7 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListCon
     else:
         if n * 1 > blen - pos:
             raise _truncated('ResourceTypes')
-        o.resource_types = list(_unpack_from(f'>{n}b', buf, pos))
+        o.resource_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -140,12 +139,13 @@ def _encode_ListConfigResourcesRequest_v1(o: ListConfigResourcesRequest, out: by
     if x_resource_types is None:
         raise ValueOutOfRangeError('non-nullable field ResourceTypes is None', version=1)
     else:
-        m = len(x_resource_types) + 1
+        k_resource_types = len(x_resource_types)
+        m = k_resource_types + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_resource_types)}b', *x_resource_types)
+        out += (_Ai8[k_resource_types] if k_resource_types < 64 else _Struct(f'>{k_resource_types}b')).pack(*x_resource_types)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -11,10 +11,16 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -36,6 +42,8 @@ _S8 = _Struct('>ihi')
 _S9 = _Struct('>ih')
 _S10 = _Struct('>ihqq')
 _S11 = _Struct('>ihqqi')
+_Ai64 = ARRAY_STRUCTS['q']
+_Ci64 = COUNTED_ARRAY_STRUCTS['q']
 
 
 class ListOffsetsRequestPartition(Struct):
@@ -747,7 +755,7 @@ def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: int) -> tup
     else:
         if n * 8 > blen - pos:
             raise _truncated('OldStyleOffsets')
-        o.old_style_offsets = list(_unpack_from(f'>{n}q', buf, pos))
+        o.old_style_offsets = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
         pos += n * 8
     o.unknown_tagged_fields = ()
     return o, pos
@@ -765,7 +773,8 @@ def _encode_ListOffsetsResponsePartitionResponse_v0(o: ListOffsetsResponsePartit
     if x_old_style_offsets is None:
         raise ValueOutOfRangeError('non-nullable field OldStyleOffsets is None', version=0)
     else:
-        out += _pack(f'>i{len(x_old_style_offsets)}q', len(x_old_style_offsets), *x_old_style_offsets)
+        k_old_style_offsets = len(x_old_style_offsets)
+        out += (_Ci64[k_old_style_offsets] if k_old_style_offsets < 64 else _Struct(f'>i{k_old_style_offsets}q')).pack(k_old_style_offsets, *x_old_style_offsets)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 

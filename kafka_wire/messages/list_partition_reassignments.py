@@ -9,10 +9,8 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -24,6 +22,7 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>ih')
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class ListPartitionReassignmentsRequestTopics(Struct):
@@ -124,7 +123,7 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> 
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -166,12 +165,13 @@ def _encode_ListPartitionReassignmentsRequestTopics_v0(o: ListPartitionReassignm
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        m = len(x_partition_indexes) + 1
+        k_partition_indexes = len(x_partition_indexes)
+        m = k_partition_indexes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
+        out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -257,7 +257,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -270,7 +270,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -283,7 +283,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -313,32 +313,35 @@ def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o:
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
-        m = len(x_replicas) + 1
+        k_replicas = len(x_replicas)
+        m = k_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+        out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
     x_adding_replicas = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=0)
     else:
-        m = len(x_adding_replicas) + 1
+        k_adding_replicas = len(x_adding_replicas)
+        m = k_adding_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_adding_replicas)}i', *x_adding_replicas)
+        out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
     x_removing_replicas = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=0)
     else:
-        m = len(x_removing_replicas) + 1
+        k_removing_replicas = len(x_removing_replicas)
+        m = k_removing_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_removing_replicas)}i', *x_removing_replicas)
+        out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -9,10 +9,8 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -24,6 +22,7 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>q')
 _S1 = _Struct('>ih')
+_Ai64 = ARRAY_STRUCTS['q']
 
 
 class ListTransactionsRequest(Message):
@@ -118,7 +117,7 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list(_unpack_from(f'>{n}q', buf, pos))
+        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
         pos += n * 8
     n = buf[pos]
     if n < 0x80:
@@ -170,12 +169,13 @@ def _encode_ListTransactionsRequest_v0(o: ListTransactionsRequest, out: bytearra
     if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=0)
     else:
-        m = len(x_producer_id_filters) + 1
+        k_producer_id_filters = len(x_producer_id_filters)
+        m = k_producer_id_filters + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters)
+        out += (_Ai64[k_producer_id_filters] if k_producer_id_filters < 64 else _Struct(f'>{k_producer_id_filters}q')).pack(*x_producer_id_filters)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -227,7 +227,7 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list(_unpack_from(f'>{n}q', buf, pos))
+        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
         pos += n * 8
     o.duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
@@ -279,12 +279,13 @@ def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, out: bytearra
     if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=1)
     else:
-        m = len(x_producer_id_filters) + 1
+        k_producer_id_filters = len(x_producer_id_filters)
+        m = k_producer_id_filters + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters)
+        out += (_Ai64[k_producer_id_filters] if k_producer_id_filters < 64 else _Struct(f'>{k_producer_id_filters}q')).pack(*x_producer_id_filters)
     out += _S0.pack(o.duration_filter)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -336,7 +337,7 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list(_unpack_from(f'>{n}q', buf, pos))
+        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
         pos += n * 8
     o.duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
@@ -402,12 +403,13 @@ def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, out: bytearra
     if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=2)
     else:
-        m = len(x_producer_id_filters) + 1
+        k_producer_id_filters = len(x_producer_id_filters)
+        m = k_producer_id_filters + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters)
+        out += (_Ai64[k_producer_id_filters] if k_producer_id_filters < 64 else _Struct(f'>{k_producer_id_filters}q')).pack(*x_producer_id_filters)
     out += _S0.pack(o.duration_filter)
     x_transactional_id_pattern = o.transactional_id_pattern
     if x_transactional_id_pattern is None:

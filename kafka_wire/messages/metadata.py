@@ -9,11 +9,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -37,6 +44,8 @@ _S10 = _Struct('>hh')
 _S11 = _Struct('>?i')
 _S12 = _Struct('>16s?')
 _S13 = _Struct('>ii')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class MetadataRequestTopic(Struct):
@@ -860,7 +869,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -869,7 +878,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -881,12 +890,14 @@ def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, out: byte
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
-        out += _pack(f'>i{len(x_replica_nodes)}i', len(x_replica_nodes), *x_replica_nodes)
+        k_replica_nodes = len(x_replica_nodes)
+        out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
     x_isr_nodes = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
-        out += _pack(f'>i{len(x_isr_nodes)}i', len(x_isr_nodes), *x_isr_nodes)
+        k_isr_nodes = len(x_isr_nodes)
+        out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -902,7 +913,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -911,7 +922,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -920,7 +931,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -932,17 +943,20 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, out: byte
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=5)
     else:
-        out += _pack(f'>i{len(x_replica_nodes)}i', len(x_replica_nodes), *x_replica_nodes)
+        k_replica_nodes = len(x_replica_nodes)
+        out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
     x_isr_nodes = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=5)
     else:
-        out += _pack(f'>i{len(x_isr_nodes)}i', len(x_isr_nodes), *x_isr_nodes)
+        k_isr_nodes = len(x_isr_nodes)
+        out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
-        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
+        k_offline_replicas = len(x_offline_replicas)
+        out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -957,7 +971,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -966,7 +980,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -975,7 +989,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -987,17 +1001,20 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, out: byte
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=7)
     else:
-        out += _pack(f'>i{len(x_replica_nodes)}i', len(x_replica_nodes), *x_replica_nodes)
+        k_replica_nodes = len(x_replica_nodes)
+        out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
     x_isr_nodes = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=7)
     else:
-        out += _pack(f'>i{len(x_isr_nodes)}i', len(x_isr_nodes), *x_isr_nodes)
+        k_isr_nodes = len(x_isr_nodes)
+        out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
     else:
-        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
+        k_offline_replicas = len(x_offline_replicas)
+        out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
@@ -1018,7 +1035,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1031,7 +1048,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1044,7 +1061,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1074,32 +1091,35 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, out: byte
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=9)
     else:
-        m = len(x_replica_nodes) + 1
+        k_replica_nodes = len(x_replica_nodes)
+        m = k_replica_nodes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes)
+        out += (_Ai32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>{k_replica_nodes}i')).pack(*x_replica_nodes)
     x_isr_nodes = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=9)
     else:
-        m = len(x_isr_nodes) + 1
+        k_isr_nodes = len(x_isr_nodes)
+        m = k_isr_nodes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes)
+        out += (_Ai32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>{k_isr_nodes}i')).pack(*x_isr_nodes)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=9)
     else:
-        m = len(x_offline_replicas) + 1
+        k_offline_replicas = len(x_offline_replicas)
+        m = k_offline_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas)
+        out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

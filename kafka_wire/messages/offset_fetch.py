@@ -11,11 +11,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -34,6 +41,8 @@ _S5 = _Struct('>iqh')
 _S6 = _Struct('>iq')
 _S7 = _Struct('>iqih')
 _S8 = _Struct('>ii')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class OffsetFetchRequestTopics(Struct):
@@ -217,7 +226,7 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -259,12 +268,13 @@ def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, out: bytear
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=8)
     else:
-        m = len(x_partition_indexes) + 1
+        k_partition_indexes = len(x_partition_indexes)
+        m = k_partition_indexes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
+        out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -289,7 +299,7 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFe
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -319,12 +329,13 @@ def _encode_OffsetFetchRequestTopics_v10(o: OffsetFetchRequestTopics, out: bytea
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=10)
     else:
-        m = len(x_partition_indexes) + 1
+        k_partition_indexes = len(x_partition_indexes)
+        m = k_partition_indexes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
+        out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -686,7 +697,7 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetc
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -706,7 +717,8 @@ def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, out: bytearra
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        out += _pack(f'>i{len(x_partition_indexes)}i', len(x_partition_indexes), *x_partition_indexes)
+        k_partition_indexes = len(x_partition_indexes)
+        out += (_Ci32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>i{k_partition_indexes}i')).pack(k_partition_indexes, *x_partition_indexes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -741,7 +753,7 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetc
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -783,12 +795,13 @@ def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, out: bytearra
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=6)
     else:
-        m = len(x_partition_indexes) + 1
+        k_partition_indexes = len(x_partition_indexes)
+        m = k_partition_indexes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
+        out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

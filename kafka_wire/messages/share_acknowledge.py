@@ -11,11 +11,9 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -31,6 +29,7 @@ _S2 = _Struct('>16s')
 _S3 = _Struct('>i?')
 _S4 = _Struct('>ii')
 _S5 = _Struct('>ih')
+_Ai8 = ARRAY_STRUCTS['b']
 
 
 class ShareAcknowledgeRequestAcknowledgementBatch(Struct):
@@ -181,7 +180,7 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: int)
     else:
         if n * 1 > blen - pos:
             raise _truncated('AcknowledgeTypes')
-        o.acknowledge_types = list(_unpack_from(f'>{n}b', buf, pos))
+        o.acknowledge_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -211,12 +210,13 @@ def _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(o: ShareAcknowledgeRe
     if x_acknowledge_types is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
     else:
-        m = len(x_acknowledge_types) + 1
+        k_acknowledge_types = len(x_acknowledge_types)
+        m = k_acknowledge_types + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_acknowledge_types)}b', *x_acknowledge_types)
+        out += (_Ai8[k_acknowledge_types] if k_acknowledge_types < 64 else _Struct(f'>{k_acknowledge_types}b')).pack(*x_acknowledge_types)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -11,11 +11,9 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -35,6 +33,8 @@ _S6 = _Struct('>iiiiiib?')
 _S7 = _Struct('>qqh')
 _S8 = _Struct('>ih')
 _S9 = _Struct('>h')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ai8 = ARRAY_STRUCTS['b']
 
 
 class ShareFetchRequestAcknowledgementBatch(Struct):
@@ -235,7 +235,7 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tu
     else:
         if n * 1 > blen - pos:
             raise _truncated('AcknowledgeTypes')
-        o.acknowledge_types = list(_unpack_from(f'>{n}b', buf, pos))
+        o.acknowledge_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -265,12 +265,13 @@ def _encode_ShareFetchRequestAcknowledgementBatch_v0(o: ShareFetchRequestAcknowl
     if x_acknowledge_types is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
     else:
-        m = len(x_acknowledge_types) + 1
+        k_acknowledge_types = len(x_acknowledge_types)
+        m = k_acknowledge_types + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_acknowledge_types)}b', *x_acknowledge_types)
+        out += (_Ai8[k_acknowledge_types] if k_acknowledge_types < 64 else _Struct(f'>{k_acknowledge_types}b')).pack(*x_acknowledge_types)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -551,7 +552,7 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -581,12 +582,13 @@ def _encode_ShareFetchRequestForgottenTopic_v0(o: ShareFetchRequestForgottenTopi
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

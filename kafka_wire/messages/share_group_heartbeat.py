@@ -11,11 +11,9 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -30,6 +28,7 @@ _S1 = _Struct('>16s')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>iib')
 _S4 = _Struct('>ii')
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class ShareGroupHeartbeatRequest(Message):
@@ -282,7 +281,7 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: int) 
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -312,12 +311,13 @@ def _encode_ShareGroupHeartbeatResponseTopicPartitions_v0(o: ShareGroupHeartbeat
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

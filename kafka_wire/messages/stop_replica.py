@@ -9,10 +9,16 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -32,6 +38,8 @@ _S6 = _Struct('>iiq')
 _S7 = _Struct('>i?iq')
 _S8 = _Struct('>ih')
 _S9 = _Struct('>hi')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class StopReplicaRequestPartitionState(Struct):
@@ -280,7 +288,7 @@ def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: int) -> tuple[StopRepl
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -300,7 +308,8 @@ def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, out: byte
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
     else:
-        out += _pack(f'>i{len(x_partition_indexes)}i', len(x_partition_indexes), *x_partition_indexes)
+        k_partition_indexes = len(x_partition_indexes)
+        out += (_Ci32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>i{k_partition_indexes}i')).pack(k_partition_indexes, *x_partition_indexes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
@@ -335,7 +344,7 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopRepl
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -377,12 +386,13 @@ def _encode_StopReplicaRequestTopicV1_v2(o: StopReplicaRequestTopicV1, out: byte
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
     else:
-        m = len(x_partition_indexes) + 1
+        k_partition_indexes = len(x_partition_indexes)
+        m = k_partition_indexes + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes)
+        out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

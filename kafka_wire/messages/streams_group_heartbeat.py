@@ -9,10 +9,8 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -33,6 +31,8 @@ _S7 = _Struct('>?')
 _S8 = _Struct('>iiii')
 _S9 = _Struct('>iiiq')
 _S10 = _Struct('>?i')
+_Ai16 = ARRAY_STRUCTS['h']
+_Ai32 = ARRAY_STRUCTS['i']
 
 
 class StreamsGroupHeartbeatRequestKeyValue(Struct):
@@ -489,7 +489,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     else:
         if n * 2 > blen - pos:
             raise _truncated('SourceTopics')
-        o.source_topics = list(_unpack_from(f'>{n}h', buf, pos))
+        o.source_topics = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -502,7 +502,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     else:
         if n * 2 > blen - pos:
             raise _truncated('SourceTopicRegex')
-        o.source_topic_regex = list(_unpack_from(f'>{n}h', buf, pos))
+        o.source_topic_regex = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -515,7 +515,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     else:
         if n * 2 > blen - pos:
             raise _truncated('RepartitionSourceTopics')
-        o.repartition_source_topics = list(_unpack_from(f'>{n}h', buf, pos))
+        o.repartition_source_topics = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -544,32 +544,35 @@ def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeart
     if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
-        m = len(x_source_topics) + 1
+        k_source_topics = len(x_source_topics)
+        m = k_source_topics + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_source_topics)}h', *x_source_topics)
+        out += (_Ai16[k_source_topics] if k_source_topics < 64 else _Struct(f'>{k_source_topics}h')).pack(*x_source_topics)
     x_source_topic_regex = o.source_topic_regex
     if x_source_topic_regex is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
     else:
-        m = len(x_source_topic_regex) + 1
+        k_source_topic_regex = len(x_source_topic_regex)
+        m = k_source_topic_regex + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_source_topic_regex)}h', *x_source_topic_regex)
+        out += (_Ai16[k_source_topic_regex] if k_source_topic_regex < 64 else _Struct(f'>{k_source_topic_regex}h')).pack(*x_source_topic_regex)
     x_repartition_source_topics = o.repartition_source_topics
     if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
-        m = len(x_repartition_source_topics) + 1
+        k_repartition_source_topics = len(x_repartition_source_topics)
+        m = k_repartition_source_topics + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_repartition_source_topics)}h', *x_repartition_source_topics)
+        out += (_Ai16[k_repartition_source_topics] if k_repartition_source_topics < 64 else _Struct(f'>{k_repartition_source_topics}h')).pack(*x_repartition_source_topics)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -961,7 +964,7 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1003,12 +1006,13 @@ def _encode_StreamsGroupHeartbeatRequestTaskIds_v0(o: StreamsGroupHeartbeatReque
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1613,7 +1617,7 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tup
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1655,12 +1659,13 @@ def _encode_StreamsGroupHeartbeatResponseTaskIds_v0(o: StreamsGroupHeartbeatResp
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1761,7 +1766,7 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int)
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1803,12 +1808,13 @@ def _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(o: StreamsGroupHeartb
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        m = len(x_partitions) + 1
+        k_partitions = len(x_partitions)
+        m = k_partitions + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_partitions)}i', *x_partitions)
+        out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -9,11 +9,18 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    COUNTED_ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -35,6 +42,8 @@ _S8 = _Struct('>iiqi')
 _S9 = _Struct('>iiq')
 _S10 = _Struct('>i?iq')
 _S11 = _Struct('>b')
+_Ai32 = ARRAY_STRUCTS['i']
+_Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
 
 class UpdateMetadataRequestPartitionState(Struct):
@@ -168,7 +177,7 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.zk_version, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -177,7 +186,7 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -198,13 +207,15 @@ def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestParti
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.zk_version)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -231,7 +242,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.zk_version, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -240,7 +251,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -249,7 +260,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -270,18 +281,21 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.zk_version)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=4)
     else:
-        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
+        k_offline_replicas = len(x_offline_replicas)
+        out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -297,7 +311,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.zk_version, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -306,7 +320,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -315,7 +329,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -327,18 +341,21 @@ def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestParti
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
     else:
-        out += _pack(f'>i{len(x_isr)}i', len(x_isr), *x_isr)
+        k_isr = len(x_isr)
+        out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
     out += _S4.pack(o.zk_version)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
     else:
-        out += _pack(f'>i{len(x_replicas)}i', len(x_replicas), *x_replicas)
+        k_replicas = len(x_replicas)
+        out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
-        out += _pack(f'>i{len(x_offline_replicas)}i', len(x_offline_replicas), *x_offline_replicas)
+        k_offline_replicas = len(x_offline_replicas)
+        out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -360,7 +377,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list(_unpack_from(f'>{n}i', buf, pos))
+        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     o.zk_version, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -375,7 +392,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -388,7 +405,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -418,33 +435,36 @@ def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestParti
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
     else:
-        m = len(x_isr) + 1
+        k_isr = len(x_isr)
+        m = k_isr + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_isr)}i', *x_isr)
+        out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
     out += _S4.pack(o.zk_version)
     x_replicas = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
     else:
-        m = len(x_replicas) + 1
+        k_replicas = len(x_replicas)
+        m = k_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_replicas)}i', *x_replicas)
+        out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
     x_offline_replicas = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=6)
     else:
-        m = len(x_offline_replicas) + 1
+        k_offline_replicas = len(x_offline_replicas)
+        m = k_offline_replicas + 1
         if m < 0x80:
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += _pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas)
+        out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
