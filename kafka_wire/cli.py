@@ -1,4 +1,4 @@
-"""The ``kafka-wire`` command: decode frames, dump logs, and (later) serve."""
+"""The ``kafka-wire`` command line: one subcommand module each (``decode`` so far)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,6 @@ def build_parser() -> argparse.ArgumentParser:
     from kafka_wire import decode_cli
 
     decode_cli.add_parser(sub)
-    try:
-        from kafka_wire.records import dump_log
-    except ImportError:  # pragma: no cover - the records package arrives separately
-        pass
-    else:
-        dump_log.add_parser(sub)
     return parser
 
 
