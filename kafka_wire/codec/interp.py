@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from kafka_wire.codec.runtime import (
+    INT_RANGES,
     MAX_STRING_BYTES,
     FieldSpec,
     Struct,
@@ -40,14 +41,6 @@ _FIXED: dict[str, tuple[struct.Struct, int]] = {
     "uint16": (struct.Struct(">H"), 2),
     "uint32": (struct.Struct(">I"), 4),
     "float64": (struct.Struct(">d"), 8),
-}
-_RANGES: dict[str, tuple[int, int]] = {
-    "int8": (-(1 << 7), (1 << 7) - 1),
-    "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1),
-    "int64": (-(1 << 63), (1 << 63) - 1),
-    "uint16": (0, 0xFFFF),
-    "uint32": (0, 0xFFFFFFFF),
 }
 
 
@@ -308,10 +301,10 @@ def _encode_fixed(kind: str, value: Any, out: bytearray, path: Path) -> None:
             raise ValueOutOfRangeError(f"expected a UUID, got {type(value).__name__}", path=path)
         out += value.bytes
         return
-    if kind in _RANGES:
+    if kind in INT_RANGES:
         if not isinstance(value, int):
             raise ValueOutOfRangeError(f"expected an int, got {type(value).__name__}", path=path)
-        lo, hi = _RANGES[kind]
+        lo, hi = INT_RANGES[kind]
         if not lo <= value <= hi:
             raise ValueOutOfRangeError(f"{value} is outside {kind} ({lo}..{hi})", path=path)
     elif kind == "float64" and not isinstance(value, (int, float)):

@@ -40,6 +40,16 @@ class _Fresh:
         return "<fresh default>"
 
 
+#: Value ranges of the integer wire types.
+INT_RANGES: Final[dict[str, tuple[int, int]]] = {
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, 0xFFFF),
+    "uint32": (0, 0xFFFFFFFF),
+}
+
 #: Arrays of fixed-width numbers up to this length use a precompiled ``struct.Struct``.
 SMALL_ARRAY: Final = 64
 _ARRAY_CHARS = "?bhiqHId"

@@ -260,17 +260,18 @@ class ModuleEmitter:
                 text = re.sub(rf"\n *{local} = [^\n]*", "", text, count=1)
         return text
 
-    def read_length(self, w: SourceWriter, flexible: bool, kind: str) -> None:
+    def read_length(self, w: SourceWriter, flexible: bool, kind: str, var: str = "n") -> None:
+        """Read a length or count (minus one when compact) into the local ``var``."""
         if flexible:
-            w.line("n = buf[pos]")
-            with w.block("if n < 0x80:"):
+            w.line(f"{var} = buf[pos]")
+            with w.block(f"if {var} < 0x80:"):
                 w.line("pos += 1")
             with w.block("else:"):
-                w.line("n, pos = _read_uvarint(buf, pos)")
-            w.line("n -= 1")
+                w.line(f"{var}, pos = _read_uvarint(buf, pos)")
+            w.line(f"{var} -= 1")
         else:
             c = "h" if kind == "string" else "i"
-            w.line(f"n, = {self.struct_const('>' + c)}.unpack_from(buf, pos)")
+            w.line(f"{var}, = {self.struct_const('>' + c)}.unpack_from(buf, pos)")
             w.line(f"pos += {_char_size(c)}")
 
     def read_var(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool,
@@ -345,7 +346,7 @@ class ModuleEmitter:
                 w.line(f"app_{p}(UUID(bytes=buf[pos:end]))")
                 w.line("pos = end")
             elif ek in ("string", "bytes"):
-                self.read_length_elem(w, flexible, ek)
+                self.read_length(w, flexible, ek, "n2")
                 with w.block("if n2 < 0:"):
                     w.line(f"raise _invalid('null element in {f.name}')")
                 if ek == "string":
@@ -367,19 +368,6 @@ class ModuleEmitter:
         elem = f.type.element
         assert elem is not None
         return self.msg_classes[f.type.struct] if f.type.struct else PY_TYPES[elem.kind]
-
-    def read_length_elem(self, w: SourceWriter, flexible: bool, kind: str) -> None:
-        if flexible:
-            w.line("n2 = buf[pos]")
-            with w.block("if n2 < 0x80:"):
-                w.line("pos += 1")
-            with w.block("else:"):
-                w.line("n2, pos = _read_uvarint(buf, pos)")
-            w.line("n2 -= 1")
-        else:
-            c = "h" if kind == "string" else "i"
-            w.line(f"n2, = {self.struct_const('>' + c)}.unpack_from(buf, pos)")
-            w.line(f"pos += {_char_size(c)}")
 
     def read_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int) -> None:
         tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)

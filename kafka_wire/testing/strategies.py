@@ -12,18 +12,10 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 
-from kafka_wire.codec.runtime import FieldSpec, Struct
+from kafka_wire.codec.runtime import INT_RANGES, FieldSpec, Struct
 
 T = TypeVar("T", bound=Struct)
 
-_INT_RANGES: dict[str, tuple[int, int]] = {
-    "int8": (-(1 << 7), (1 << 7) - 1),
-    "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1),
-    "int64": (-(1 << 63), (1 << 63) - 1),
-    "uint16": (0, 0xFFFF),
-    "uint32": (0, 0xFFFFFFFF),
-}
 
 
 def uuids() -> st.SearchStrategy[UUID]:
@@ -32,8 +24,8 @@ def uuids() -> st.SearchStrategy[UUID]:
 
 
 def _scalar(kind: str, max_text: int, max_bytes: int) -> st.SearchStrategy[Any]:
-    if kind in _INT_RANGES:
-        lo, hi = _INT_RANGES[kind]
+    if kind in INT_RANGES:
+        lo, hi = INT_RANGES[kind]
         return st.integers(lo, hi)
     if kind == "bool":
         return st.booleans()
