@@ -1,0 +1,499 @@
+"""Hot loops of the records codec: varints, v2 record decoding and encoding, legacy message sets.
+
+Everything that runs once per record lives here, as plain module-level functions over ``bytes``
+(or a ``memoryview`` for zero-copy reads) with an int cursor, so that a compiled flavour of this
+module can replace it without changing any caller. Callers own framing, CRCs and compression;
+these functions only walk bytes they were told are one batch's records.
+
+Error contract: these functions raise :class:`CorruptBatchError` / :class:`InvalidValueError`
+with ``offset`` relative to ``data``, and may let ``IndexError`` / ``UnicodeDecodeError`` escape
+when the input ends inside a field or a header key is not UTF-8; the caller (``batch.py``,
+``legacy.py``) wraps those once per batch, never per field.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+from zlib import crc32
+
+from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError, ValueOutOfRangeError
+from kafka_wire.records.record import EMPTY_HEADERS, B, Record
+
+_new_tuple: Final[Callable[..., Any]] = tuple.__new__
+
+# ------------------------------------------------------------------------------------------------
+# varints (zigzag-signed, as Kafka's ByteUtils)
+# ------------------------------------------------------------------------------------------------
+
+
+def read_uvarint32(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Unsigned varint of at most 5 bytes; like Java's ``int`` reader, keeps the low 32 bits."""
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value & 0xFFFFFFFF, pos
+        shift += 7
+        if shift > 28:
+            raise InvalidValueError("varint longer than 5 bytes", offset=pos)
+
+
+def read_uvarint64(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Unsigned varint of at most 10 bytes, keeping the low 64 bits (Java's ``long`` reader)."""
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, pos
+        shift += 7
+        if shift > 63:
+            raise InvalidValueError("varlong longer than 10 bytes", offset=pos)
+
+
+def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Zigzag varint (int32): ``(value, new_pos)``."""
+    v, pos = read_uvarint32(data, pos)
+    return (v >> 1) ^ -(v & 1), pos
+
+
+def read_varlong(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Zigzag varlong (int64): ``(value, new_pos)``."""
+    v, pos = read_uvarint64(data, pos)
+    return (v >> 1) ^ -(v & 1), pos
+
+
+def uvarint_bytes(z: int) -> bytes:
+    """Encode a non-negative int as an unsigned varint (any width)."""
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+_TABLE_LIMIT: Final = 1 << 14
+_UVARINT_TABLE: Final[list[bytes]] = [uvarint_bytes(z) for z in range(_TABLE_LIMIT)]
+"""Encoded unsigned varints below 2**14 (one or two bytes): the encode loop's lookup table."""
+
+
+def varint_bytes(value: int) -> bytes:
+    """Encode a signed int as a zigzag varint (int32 range) or varlong (int64 range)."""
+    z = (value << 1) ^ (value >> 63)
+    return _UVARINT_TABLE[z] if z < _TABLE_LIMIT else uvarint_bytes(z)
+
+
+# ------------------------------------------------------------------------------------------------
+# v2 records
+# ------------------------------------------------------------------------------------------------
+
+
+def decode_records_v2(
+    data: B,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+) -> tuple[list[Record[B]], int]:
+    """Decode ``count`` v2 records from ``data[pos:end]``: ``(records, position after the last)``.
+
+    Each record must use exactly the bytes its length varint declares. The record timestamp is
+    ``log_append_time`` when that is not ``None`` (LogAppendTime batches), otherwise
+    ``base_timestamp + timestampDelta``. The loop never allocates from a declared count: each
+    iteration consumes at least one record's bytes or raises.
+    """
+    out: list[Record[B]] = []
+    append = out.append
+    new = _new_tuple
+    rec_cls = Record
+    slow32 = read_uvarint32
+    slow64 = read_uvarint64
+    lat = log_append_time is not None
+    for _ in range(count):
+        if pos >= end:
+            raise CorruptBatchError(f"batch ends after {len(out)} of {count} declared records", offset=pos)
+        start = pos
+        # length: varint; the fast paths cover one and two bytes
+        v = data[pos]
+        if v < 0x80:
+            pos += 1
+        else:
+            b = data[pos + 1]
+            if b < 0x80:
+                v = (v & 0x7F) | (b << 7)
+                pos += 2
+            else:
+                v, pos = slow32(data, pos)
+        rec_end = pos + ((v >> 1) ^ -(v & 1))
+        if rec_end > end or rec_end < pos + 6:
+            raise CorruptBatchError(
+                f"record length {(v >> 1) ^ -(v & 1)} does not fit the batch ({end - pos} bytes left)",
+                offset=start,
+            )
+        # attributes (unused) then timestampDelta: varlong
+        tsd = data[pos + 1]
+        if tsd < 0x80:
+            pos += 2
+        else:
+            b = data[pos + 2]
+            if b < 0x80:
+                tsd = (tsd & 0x7F) | (b << 7)
+                pos += 3
+            else:
+                tsd, pos = slow64(data, pos + 1)
+        # offsetDelta: varint, fast paths up to three bytes (batches of up to 2**20 records)
+        od = data[pos]
+        if od < 0x80:
+            pos += 1
+        else:
+            b = data[pos + 1]
+            if b < 0x80:
+                od = (od & 0x7F) | (b << 7)
+                pos += 2
+            else:
+                b2 = data[pos + 2]
+                if b2 < 0x80:
+                    od = (od & 0x7F) | ((b & 0x7F) << 7) | (b2 << 14)
+                    pos += 3
+                else:
+                    od, pos = slow32(data, pos)
+        # key
+        v = data[pos]
+        if v < 0x80:
+            pos += 1
+        else:
+            b = data[pos + 1]
+            if b < 0x80:
+                v = (v & 0x7F) | (b << 7)
+                pos += 2
+            else:
+                v, pos = slow32(data, pos)
+        if v & 1:
+            if v != 1:
+                raise InvalidValueError(f"negative key length {(v >> 1) ^ -1}", offset=pos)
+            key = None
+        else:
+            n = pos + (v >> 1)
+            if n > rec_end:
+                raise CorruptBatchError(f"key of {v >> 1} bytes overruns its record", offset=pos)
+            key = data[pos:n]
+            pos = n
+        # value
+        v = data[pos]
+        if v < 0x80:
+            pos += 1
+        else:
+            b = data[pos + 1]
+            if b < 0x80:
+                v = (v & 0x7F) | (b << 7)
+                pos += 2
+            else:
+                v, pos = slow32(data, pos)
+        if v & 1:
+            if v != 1:
+                raise InvalidValueError(f"negative value length {(v >> 1) ^ -1}", offset=pos)
+            value = None
+        else:
+            n = pos + (v >> 1)
+            if n > rec_end:
+                raise CorruptBatchError(f"value of {v >> 1} bytes overruns its record", offset=pos)
+            value = data[pos:n]
+            pos = n
+        # headers
+        v = data[pos]
+        pos += 1
+        if v == 0:
+            headers: Any = EMPTY_HEADERS
+        else:
+            if v >= 0x80:
+                v, pos = slow32(data, pos - 1)
+            if v & 1:
+                raise InvalidValueError(f"negative header count {(v >> 1) ^ -1}", offset=pos)
+            hc = v >> 1
+            if hc > rec_end - pos:
+                raise CorruptBatchError(f"header count {hc} exceeds the record's remaining bytes", offset=pos)
+            headers = []
+            for _ in range(hc):
+                v = data[pos]
+                if v < 0x80:
+                    pos += 1
+                else:
+                    v, pos = slow32(data, pos)
+                if v & 1:
+                    raise InvalidValueError("null or negative header key length", offset=pos)
+                n = pos + (v >> 1)
+                if n > rec_end:
+                    raise CorruptBatchError("header key overruns its record", offset=pos)
+                hk = str(data[pos:n], "utf-8")
+                pos = n
+                v = data[pos]
+                if v < 0x80:
+                    pos += 1
+                else:
+                    v, pos = slow32(data, pos)
+                if v & 1:
+                    if v != 1:
+                        raise InvalidValueError("negative header value length", offset=pos)
+                    headers.append((hk, None))
+                else:
+                    n = pos + (v >> 1)
+                    if n > rec_end:
+                        raise CorruptBatchError("header value overruns its record", offset=pos)
+                    headers.append((hk, data[pos:n]))
+                    pos = n
+        if pos != rec_end:
+            raise CorruptBatchError(
+                f"record declared {rec_end - start} bytes but its fields use {pos - start}", offset=start
+            )
+        append(
+            new(
+                rec_cls,
+                (
+                    base_offset + ((od >> 1) ^ -(od & 1)),
+                    log_append_time if lat else base_timestamp + ((tsd >> 1) ^ -(tsd & 1)),
+                    key,
+                    value,
+                    headers,
+                ),
+            )
+        )
+    return out, pos
+
+
+def _as_bytes(obj: object, what: str) -> bytes:
+    """Slow path of the encoder: a bytes-like key/value/header value that is not ``bytes``."""
+    if isinstance(obj, str):
+        raise EncodeError(f"{what} must be bytes-like or None, not str")
+    try:
+        return memoryview(obj).tobytes()  # type: ignore[arg-type]  # any buffer-protocol object is fine
+    except TypeError:
+        raise EncodeError(f"{what} must be bytes-like or None, not {type(obj).__name__}") from None
+
+
+def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
+    """``(key, value, headers, timestamp)`` of a record given as a tuple or an object."""
+    if type(r) is tuple:
+        n = len(r)
+        if n == 4:
+            return r
+        if n == 2:
+            return r[0], r[1], (), None
+        if n == 3:
+            return r[0], r[1], r[2], None
+        raise EncodeError(f"a record tuple has 2-4 items (key, value, headers, timestamp), not {n}")
+    try:
+        key = r.key  # type: ignore[attr-defined]  # duck-typed record objects
+        value = r.value  # type: ignore[attr-defined]  # duck-typed record objects
+    except AttributeError:
+        raise EncodeError(f"a record must be a tuple or have key and value, not {type(r).__name__}") from None
+    return key, value, getattr(r, "headers", ()) or (), getattr(r, "timestamp", None)
+
+
+def encode_records_v2(
+    records: Sequence[object],
+    base_timestamp: int,
+    default_timestamp: int,
+    offset_deltas: Sequence[int] | None,
+) -> tuple[bytearray, int, int]:
+    """Encode records as the body of a v2 batch: ``(body, min_timestamp, max_timestamp)``.
+
+    ``records`` items are ``(key, value, headers, timestamp)`` tuples (the fast path), shorter
+    tuples, or objects with those attributes. Timestamp deltas are relative to
+    ``base_timestamp``; offset deltas are ``0..n-1`` unless ``offset_deltas`` is given.
+    Raises :class:`EncodeError` for values that cannot be written; ``TypeError`` from exotic
+    inputs is left to the caller to wrap.
+    """
+    out = bytearray()
+    table = _UVARINT_TABLE
+    limit = _TABLE_LIMIT
+    slow = uvarint_bytes
+    fields = record_fields
+    min_ts = max_ts = base_timestamp
+    i = -1
+    for r in records:
+        i += 1
+        if type(r) is tuple and len(r) == 4:
+            key, value, headers, ts = r
+        else:
+            key, value, headers, ts = fields(r)
+        if ts is None:
+            ts = default_timestamp
+        if ts > max_ts:
+            max_ts = ts
+        elif ts < min_ts:
+            min_ts = ts
+        d = ts - base_timestamp
+        z = (d << 1) ^ (d >> 63)
+        tsb = table[z] if z < limit else slow(z & 0xFFFFFFFFFFFFFFFF)
+        if offset_deltas is None:
+            z = i << 1
+        else:
+            d = offset_deltas[i]
+            z = (d << 1) ^ (d >> 31)
+        odb = table[z] if z < limit else slow(z & 0xFFFFFFFF)
+        if key is None:
+            kb = b"\x01"
+            key = b""
+        else:
+            if type(key) is not bytes:
+                key = _as_bytes(key, "key")
+            z = len(key) << 1
+            kb = table[z] if z < limit else slow(z)
+        if value is None:
+            vb = b"\x01"
+            value = b""
+        else:
+            if type(value) is not bytes:
+                value = _as_bytes(value, "value")
+            z = len(value) << 1
+            vb = table[z] if z < limit else slow(z)
+        if headers:
+            z = len(headers) << 1
+            hparts = [table[z] if z < limit else slow(z)]
+            for hk, hv in headers:
+                if type(hk) is not str:
+                    raise EncodeError(f"header key must be str, not {type(hk).__name__}")
+                hkb = hk.encode("utf-8")
+                z = len(hkb) << 1
+                hparts.append(table[z] if z < limit else slow(z))
+                hparts.append(hkb)
+                if hv is None:
+                    hparts.append(b"\x01")
+                else:
+                    if type(hv) is not bytes:
+                        hv = _as_bytes(hv, "header value")
+                    z = len(hv) << 1
+                    hparts.append(table[z] if z < limit else slow(z))
+                    hparts.append(hv)
+            hb = b"".join(hparts)
+        else:
+            hb = b"\x00"
+        z = (1 + len(tsb) + len(odb) + len(kb) + len(key) + len(vb) + len(value) + len(hb)) << 1
+        out += table[z] if z < limit else slow(z)
+        out += b"\x00"
+        out += tsb
+        out += odb
+        out += kb
+        out += key
+        out += vb
+        out += value
+        out += hb
+    if offset_deltas is not None and len(offset_deltas) != i + 1:
+        raise EncodeError(f"{len(offset_deltas)} offset deltas for {i + 1} records")
+    return out, min_ts, max_ts
+
+
+# ------------------------------------------------------------------------------------------------
+# legacy message sets (magic 0 / 1): offset, size, crc, magic, attributes, [timestamp], key, value
+# ------------------------------------------------------------------------------------------------
+
+LEGACY_HEAD_V0: Final = struct.Struct(">qiIbbi")
+"""offset, size, crc, magic, attributes, key length: 22 bytes."""
+LEGACY_HEAD_V1: Final = struct.Struct(">qiIbbqi")
+"""offset, size, crc, magic, attributes, timestamp, key length: 30 bytes."""
+_I32: Final = struct.Struct(">i")
+
+LegacyMessage = tuple[int, int, int, int, int, Any, Any, int]
+"""``(offset, crc, magic, attributes, timestamp, key, value, message_start)``."""
+
+
+def decode_legacy_message(data: B, pos: int, end: int) -> tuple[LegacyMessage, int]:
+    """Parse one complete legacy message at ``pos``: ``(fields, position after it)``.
+
+    Checks that the message fits ``end``, that its magic is 0 or 1, and that the key and value
+    use exactly the declared size. Does not check the CRC (the caller decides).
+    """
+    if end - pos < 12 + 14:
+        raise CorruptBatchError(f"legacy message needs at least 26 bytes, {end - pos} left", offset=pos)
+    magic = data[pos + 16]
+    if magic == 0:
+        offset, size, crc, magic, attributes, klen = LEGACY_HEAD_V0.unpack_from(data, pos)
+        timestamp = -1
+        p = pos + 22
+    elif magic == 1:
+        if end - pos < 12 + 22:
+            raise CorruptBatchError(
+                f"legacy v1 message needs at least 34 bytes, {end - pos} left", offset=pos
+            )
+        offset, size, crc, magic, attributes, timestamp, klen = LEGACY_HEAD_V1.unpack_from(data, pos)
+        p = pos + 30
+    else:
+        raise CorruptBatchError(f"legacy message magic {magic} (expected 0 or 1)", offset=pos + 16)
+    msg_end = pos + 12 + size
+    if size < (14 if magic == 0 else 22) or msg_end > end:
+        raise CorruptBatchError(
+            f"legacy message size {size} does not fit ({end - pos - 12} bytes left)", offset=pos
+        )
+    if klen == -1:
+        key = None
+    elif 0 <= klen <= msg_end - p - 4:
+        key = data[p : p + klen]
+        p += klen
+    else:
+        raise CorruptBatchError(f"legacy key length {klen} does not fit its message", offset=p - 4)
+    (vlen,) = _I32.unpack_from(data, p)
+    p += 4
+    if vlen == -1 and p == msg_end:
+        value = None
+    elif vlen == msg_end - p:
+        value = data[p:msg_end]
+    else:
+        raise CorruptBatchError(
+            f"legacy value length {vlen} does not match the {msg_end - p} bytes left in its message",
+            offset=p - 4,
+        )
+    return (offset, crc, magic, attributes, timestamp, key, value, pos), msg_end
+
+
+def decode_legacy_message_set(data: B, pos: int, end: int, verify_crc: bool) -> list[LegacyMessage]:
+    """Parse a whole legacy message set (a compressed wrapper's inner messages) that must end at ``end``."""
+    out: list[LegacyMessage] = []
+    while pos < end:
+        msg, nxt = decode_legacy_message(data, pos, end)
+        if verify_crc:
+            actual = crc32(data[pos + 16 : nxt])
+            if actual != msg[1]:
+                raise CorruptBatchError(
+                    f"inner message CRC-32 0x{msg[1]:08x} != computed 0x{actual:08x} (inner offset {msg[0]})",
+                    offset=pos,
+                )
+        out.append(msg)
+        pos = nxt
+    return out
+
+
+_LEGACY_V0_BODY: Final = struct.Struct(">bbi")
+_LEGACY_V1_BODY: Final = struct.Struct(">bbqi")
+_OFFSET_SIZE_CRC: Final = struct.Struct(">qiI")
+
+
+def encode_legacy_message(
+    out: bytearray, offset: int, magic: int, attributes: int, timestamp: int, key: object, value: object
+) -> None:
+    """Append one legacy message (offset, size, CRC-32, body) to ``out``."""
+    kb = None if key is None else key if type(key) is bytes else _as_bytes(key, "key")
+    vb = None if value is None else value if type(value) is bytes else _as_bytes(value, "value")
+    klen = -1 if kb is None else len(kb)
+    if magic == 0:
+        body = bytearray(_LEGACY_V0_BODY.pack(0, attributes, klen))
+    else:
+        body = bytearray(_LEGACY_V1_BODY.pack(1, attributes, timestamp, klen))
+    if kb is not None:
+        body += kb
+    body += _I32.pack(-1 if vb is None else len(vb))
+    if vb is not None:
+        body += vb
+    if len(body) + 4 > 0x7FFFFFFF:
+        raise ValueOutOfRangeError("legacy message larger than 2 GiB")
+    out += _OFFSET_SIZE_CRC.pack(offset, len(body) + 4, crc32(body))
+    out += body
