@@ -21,7 +21,18 @@ from zlib import crc32
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError, ValueOutOfRangeError
 from kafka_wire.records.record import EMPTY_HEADERS, B, Record
 
-_new_tuple: Final[Callable[..., Any]] = tuple.__new__
+_new_object: Final[Callable[..., Any]] = object.__new__
+
+
+def text_of_bytes(data: bytes) -> str:
+    """UTF-8 text of a header key sliced from ``bytes``."""
+    return data.decode()
+
+
+def text_of_view(data: memoryview) -> str:
+    """UTF-8 text of a header key sliced from a ``memoryview``."""
+    return str(data, "utf-8")
+
 
 # ------------------------------------------------------------------------------------------------
 # varints (zigzag-signed, as Kafka's ByteUtils)
@@ -72,6 +83,12 @@ def read_varlong(data: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 def uvarint_bytes(z: int) -> bytes:
     """Encode a non-negative int as an unsigned varint (any width)."""
+    if z < 0x200000:
+        if z < 0x80:
+            return bytes((z,))
+        if z < 0x4000:
+            return bytes(((z & 0x7F) | 0x80, z >> 7))
+        return bytes(((z & 0x7F) | 0x80, ((z >> 7) & 0x7F) | 0x80, z >> 14))
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -96,6 +113,57 @@ def varint_bytes(value: int) -> bytes:
 # ------------------------------------------------------------------------------------------------
 
 
+def _overrun(done: int, count: int, v: int, pos: int, end: int) -> CorruptBatchError:
+    """The error for a record whose declared length runs past the batch end."""
+    if pos > end:
+        return CorruptBatchError(f"batch ends after {done} of {count} declared records", offset=pos)
+    return CorruptBatchError(
+        f"record length {(v >> 1) ^ -(v & 1)} overruns the batch ({end - pos} bytes left)", offset=pos
+    )
+
+
+def decode_headers(
+    data: B, pos: int, rec_end: int, count: int, text: Callable[[B], str], keys: dict[B, str]
+) -> tuple[tuple[tuple[str, B | None], ...], int]:
+    """Decode ``count`` record headers ending by ``rec_end``: ``(headers, new_pos)``.
+
+    ``keys`` caches header key text by key bytes (header keys repeat from record to record).
+    """
+    headers: list[tuple[str, B | None]] = []
+    for _ in range(count):
+        v = data[pos]
+        if v < 0x80:
+            pos += 1
+        else:
+            v, pos = read_uvarint32(data, pos)
+        if v & 1:
+            raise InvalidValueError("null or negative header key length", offset=pos)
+        n = pos + (v >> 1)
+        if n > rec_end:
+            raise CorruptBatchError("header key overruns its record", offset=pos)
+        raw = data[pos:n]
+        key = keys.get(raw)
+        if key is None:
+            key = keys[raw] = text(raw)
+        pos = n
+        v = data[pos]
+        if v < 0x80:
+            pos += 1
+        else:
+            v, pos = read_uvarint32(data, pos)
+        if v & 1:
+            if v != 1:
+                raise InvalidValueError("negative header value length", offset=pos)
+            headers.append((key, None))
+        else:
+            n = pos + (v >> 1)
+            if n > rec_end:
+                raise CorruptBatchError("header value overruns its record", offset=pos)
+            headers.append((key, data[pos:n]))
+            pos = n
+    return tuple(headers), pos
+
+
 def decode_records_v2(
     data: B,
     pos: int,
@@ -104,25 +172,26 @@ def decode_records_v2(
     base_offset: int,
     base_timestamp: int,
     log_append_time: int | None,
+    text: Callable[[B], str],
 ) -> tuple[list[Record[B]], int]:
     """Decode ``count`` v2 records from ``data[pos:end]``: ``(records, position after the last)``.
 
     Each record must use exactly the bytes its length varint declares. The record timestamp is
     ``log_append_time`` when that is not ``None`` (LogAppendTime batches), otherwise
-    ``base_timestamp + timestampDelta``. The loop never allocates from a declared count: each
+    ``base_timestamp + timestampDelta``. ``text`` turns a header key slice into ``str``
+    (:func:`text_of_bytes` or :func:`text_of_view`; a memoryview must be read-only, so that its
+    slices can key the header-key cache). The loop never allocates from a declared count: each
     iteration consumes at least one record's bytes or raises.
     """
     out: list[Record[B]] = []
     append = out.append
-    new = _new_tuple
+    new = _new_object
     rec_cls = Record
     slow32 = read_uvarint32
     slow64 = read_uvarint64
     lat = log_append_time is not None
+    keys: dict[B, str] = {}
     for _ in range(count):
-        if pos >= end:
-            raise CorruptBatchError(f"batch ends after {len(out)} of {count} declared records", offset=pos)
-        start = pos
         # length: varint; the fast paths cover one and two bytes
         v = data[pos]
         if v < 0x80:
@@ -135,11 +204,8 @@ def decode_records_v2(
             else:
                 v, pos = slow32(data, pos)
         rec_end = pos + ((v >> 1) ^ -(v & 1))
-        if rec_end > end or rec_end < pos + 6:
-            raise CorruptBatchError(
-                f"record length {(v >> 1) ^ -(v & 1)} does not fit the batch ({end - pos} bytes left)",
-                offset=start,
-            )
+        if rec_end > end:
+            raise _overrun(len(out), count, v, pos, end)
         # attributes (unused) then timestampDelta: varlong
         tsd = data[pos + 1]
         if tsd < 0x80:
@@ -150,7 +216,12 @@ def decode_records_v2(
                 tsd = (tsd & 0x7F) | (b << 7)
                 pos += 3
             else:
-                tsd, pos = slow64(data, pos + 1)
+                b2 = data[pos + 3]
+                if b2 < 0x80:
+                    tsd = (tsd & 0x7F) | ((b & 0x7F) << 7) | (b2 << 14)
+                    pos += 4
+                else:
+                    tsd, pos = slow64(data, pos + 1)
         # offsetDelta: varint, fast paths up to three bytes (batches of up to 2**20 records)
         od = data[pos]
         if od < 0x80:
@@ -222,8 +293,7 @@ def decode_records_v2(
             hc = v >> 1
             if hc > rec_end - pos:
                 raise CorruptBatchError(f"header count {hc} exceeds the record's remaining bytes", offset=pos)
-            headers = []
-            for _ in range(hc):
+            if hc == 1:
                 v = data[pos]
                 if v < 0x80:
                     pos += 1
@@ -234,7 +304,10 @@ def decode_records_v2(
                 n = pos + (v >> 1)
                 if n > rec_end:
                     raise CorruptBatchError("header key overruns its record", offset=pos)
-                hk = str(data[pos:n], "utf-8")
+                raw = data[pos:n]
+                hk = keys.get(raw)
+                if hk is None:
+                    hk = keys[raw] = text(raw)
                 pos = n
                 v = data[pos]
                 if v < 0x80:
@@ -244,29 +317,24 @@ def decode_records_v2(
                 if v & 1:
                     if v != 1:
                         raise InvalidValueError("negative header value length", offset=pos)
-                    headers.append((hk, None))
+                    headers = ((hk, None),)
                 else:
                     n = pos + (v >> 1)
                     if n > rec_end:
                         raise CorruptBatchError("header value overruns its record", offset=pos)
-                    headers.append((hk, data[pos:n]))
+                    headers = ((hk, data[pos:n]),)
                     pos = n
+            else:
+                headers, pos = decode_headers(data, pos, rec_end, hc, text, keys)
         if pos != rec_end:
-            raise CorruptBatchError(
-                f"record declared {rec_end - start} bytes but its fields use {pos - start}", offset=start
-            )
-        append(
-            new(
-                rec_cls,
-                (
-                    base_offset + ((od >> 1) ^ -(od & 1)),
-                    log_append_time if lat else base_timestamp + ((tsd >> 1) ^ -(tsd & 1)),
-                    key,
-                    value,
-                    headers,
-                ),
-            )
-        )
+            raise CorruptBatchError(f"record fields end at byte {pos}, its length says {rec_end}", offset=pos)
+        r = new(rec_cls)
+        r.offset = base_offset + ((od >> 1) ^ -(od & 1))
+        r.timestamp = log_append_time if lat else base_timestamp + ((tsd >> 1) ^ -(tsd & 1))
+        r.key = key
+        r.value = value
+        r.headers = headers
+        append(r)
     return out, pos
 
 
@@ -300,24 +368,26 @@ def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
 
 
 def encode_records_v2(
+    out: bytearray,
     records: Sequence[object],
     base_timestamp: int,
     default_timestamp: int,
     offset_deltas: Sequence[int] | None,
-) -> tuple[bytearray, int, int]:
-    """Encode records as the body of a v2 batch: ``(body, min_timestamp, max_timestamp)``.
+) -> tuple[int, int]:
+    """Append records to ``out`` as the body of a v2 batch: ``(min_timestamp, max_timestamp)``.
 
     ``records`` items are ``(key, value, headers, timestamp)`` tuples (the fast path), shorter
     tuples, or objects with those attributes. Timestamp deltas are relative to
-    ``base_timestamp``; offset deltas are ``0..n-1`` unless ``offset_deltas`` is given.
-    Raises :class:`EncodeError` for values that cannot be written; ``TypeError`` from exotic
-    inputs is left to the caller to wrap.
+    ``base_timestamp``; offset deltas are ``0..n-1`` unless ``offset_deltas`` is given. Raises
+    :class:`EncodeError` for values that cannot be written; ``TypeError`` / ``ValueError``
+    from exotic inputs are left to the caller to wrap. Timestamps are range-checked by the
+    caller from the returned minimum and maximum.
     """
-    out = bytearray()
     table = _UVARINT_TABLE
     limit = _TABLE_LIMIT
     slow = uvarint_bytes
     fields = record_fields
+    join = b"".join
     min_ts = max_ts = base_timestamp
     i = -1
     for r in records:
@@ -340,7 +410,7 @@ def encode_records_v2(
         else:
             d = offset_deltas[i]
             z = (d << 1) ^ (d >> 31)
-        odb = table[z] if z < limit else slow(z & 0xFFFFFFFF)
+        odb = table[z] if z < limit else slow(z)
         if key is None:
             kb = b"\x01"
             key = b""
@@ -359,38 +429,31 @@ def encode_records_v2(
             vb = table[z] if z < limit else slow(z)
         if headers:
             z = len(headers) << 1
-            hparts = [table[z] if z < limit else slow(z)]
+            parts = [b"\x00", tsb, odb, kb, key, vb, value, table[z] if z < limit else slow(z)]
             for hk, hv in headers:
                 if type(hk) is not str:
                     raise EncodeError(f"header key must be str, not {type(hk).__name__}")
                 hkb = hk.encode("utf-8")
                 z = len(hkb) << 1
-                hparts.append(table[z] if z < limit else slow(z))
-                hparts.append(hkb)
+                parts.append(table[z] if z < limit else slow(z))
+                parts.append(hkb)
                 if hv is None:
-                    hparts.append(b"\x01")
+                    parts.append(b"\x01")
                 else:
                     if type(hv) is not bytes:
                         hv = _as_bytes(hv, "header value")
                     z = len(hv) << 1
-                    hparts.append(table[z] if z < limit else slow(z))
-                    hparts.append(hv)
-            hb = b"".join(hparts)
+                    parts.append(table[z] if z < limit else slow(z))
+                    parts.append(hv)
+            body = join(parts)
         else:
-            hb = b"\x00"
-        z = (1 + len(tsb) + len(odb) + len(kb) + len(key) + len(vb) + len(value) + len(hb)) << 1
+            body = join((b"\x00", tsb, odb, kb, key, vb, value, b"\x00"))
+        z = len(body) << 1
         out += table[z] if z < limit else slow(z)
-        out += b"\x00"
-        out += tsb
-        out += odb
-        out += kb
-        out += key
-        out += vb
-        out += value
-        out += hb
+        out += body
     if offset_deltas is not None and len(offset_deltas) != i + 1:
         raise EncodeError(f"{len(offset_deltas)} offset deltas for {i + 1} records")
-    return out, min_ts, max_ts
+    return min_ts, max_ts
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Final, Generic, cast
 
 from kafka_wire.errors import CorruptBatchError, DecodeError, InvalidValueError
-from kafka_wire.records._hot import decode_records_v2
+from kafka_wire.records._hot import decode_records_v2, text_of_bytes, text_of_view
 from kafka_wire.records.compression import decompress
 from kafka_wire.records.config import ReadConfig
 from kafka_wire.records.constants import (
@@ -96,7 +96,7 @@ class RecordBatch(Generic[B]):
 
         Checks the size against the v2 overhead and, if ``config.verify_crc``, the CRC-32C.
         """
-        self._buf = buf
+        self._buf = buf if isinstance(buf, bytes) or buf.readonly else buf.toreadonly()
         self._start = start
         self._config = config
         self._zero_copy = zero_copy
@@ -244,7 +244,14 @@ class RecordBatch(Generic[B]):
             note = f"{where} in its decompressed records"
         try:
             records, pos = decode_records_v2(
-                cast(Any, data), pos, end, count, self.base_offset, self.base_timestamp, log_append_time
+                cast(Any, data),
+                pos,
+                end,
+                count,
+                self.base_offset,
+                self.base_timestamp,
+                log_append_time,
+                text_of_bytes if type(data) is bytes else text_of_view,
             )
         except DecodeError as e:
             at = self.position if shift is None else e.offset + shift

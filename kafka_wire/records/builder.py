@@ -143,12 +143,6 @@ def build_batch(
         base_timestamp == NO_TIMESTAMP or 0 <= base_timestamp <= _INT64_MAX
     ):
         raise ValueOutOfRangeError(f"invalid base timestamp {base_timestamp!r} (must be -1 or 0..2**63-1)")
-    try:
-        body, min_ts, max_ts = encode_records_v2(items, base_timestamp, default_timestamp, offset_deltas)
-    except (TypeError, ValueError) as e:
-        raise EncodeError(f"cannot encode record: {e}") from None
-    if min_ts < NO_TIMESTAMP or max_ts > _INT64_MAX or max_ts - base_timestamp > _INT64_MAX:
-        raise ValueOutOfRangeError(f"record timestamps must be -1 or 0..2**63-1 (got {min_ts}..{max_ts})")
     count = len(items)
     attributes = codec
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
@@ -166,34 +160,39 @@ def build_batch(
             last_offset_delta = count - 1
         else:
             last_offset_delta = offset_deltas[-1] if offset_deltas else -1
-    if codec != CODEC_NONE:
-        body = bytearray(compress(codec, body, magic=MAGIC_V2, level=compression_level))
-    batch_length = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body)
-    if batch_length > _INT32_MAX:
-        raise ValueOutOfRangeError(
-            f"batch of {batch_length + LOG_OVERHEAD} bytes exceeds the int32 size field"
-        )
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    body = out if codec == CODEC_NONE else bytearray()
     try:
-        out = bytearray(
-            V2_HEADER.pack(
-                base_offset,
-                batch_length,
-                partition_leader_epoch,
-                MAGIC_V2,
-                0,
-                attributes,
-                last_offset_delta,
-                base_timestamp,
-                max_ts if max_timestamp is None else max_timestamp,
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                count,
-            )
+        min_ts, max_ts = encode_records_v2(body, items, base_timestamp, default_timestamp, offset_deltas)
+    except (TypeError, ValueError) as e:
+        raise EncodeError(f"cannot encode record: {e}") from None
+    if min_ts < NO_TIMESTAMP or max_ts > _INT64_MAX or max_ts - base_timestamp > _INT64_MAX:
+        raise ValueOutOfRangeError(f"record timestamps must be -1 or 0..2**63-1 (got {min_ts}..{max_ts})")
+    if codec != CODEC_NONE:
+        out += compress(codec, body, magic=MAGIC_V2, level=compression_level)
+    batch_length = len(out) - LOG_OVERHEAD
+    if batch_length > _INT32_MAX:
+        raise ValueOutOfRangeError(f"batch of {len(out)} bytes exceeds the int32 size field")
+    try:
+        V2_HEADER.pack_into(
+            out,
+            0,
+            base_offset,
+            batch_length,
+            partition_leader_epoch,
+            MAGIC_V2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_ts if max_timestamp is None else max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
         )
     except struct.error as e:
         raise ValueOutOfRangeError(f"batch header field out of range: {e}") from None
-    out += body
     _CRC.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
 

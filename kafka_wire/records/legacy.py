@@ -100,7 +100,7 @@ class LegacyBatch(Generic[B]):
         self, buf: bytes | memoryview, start: int, *, position: int, config: ReadConfig, zero_copy: bool
     ) -> None:
         """View the complete message at ``buf[start:]``; checks its size and (if enabled) CRC-32."""
-        self._buf = buf
+        self._buf = buf if isinstance(buf, bytes) or buf.readonly else buf.toreadonly()
         self._start = start
         self._config = config
         self._zero_copy = zero_copy

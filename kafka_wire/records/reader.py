@@ -89,7 +89,7 @@ class RecordsReader(Generic[B]):
         self._config = _config(config, verify_crc, max_decompressed_bytes)
         self._zero_copy = zero_copy
         self._buf: bytes | memoryview = (
-            buf if type(buf) is bytes and not zero_copy else memoryview(buf).cast("B")
+            buf if type(buf) is bytes and not zero_copy else memoryview(buf).cast("B").toreadonly()
         )
         self._end = len(self._buf)
         self.position = 0

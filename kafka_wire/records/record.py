@@ -1,13 +1,14 @@
 """The record view every batch yields, whatever its magic.
 
-``Record`` is a named tuple (cheap to create in the decode loop, immutable, attribute access in
-C). It is generic over the buffer type of its key, value and header values: ``bytes`` by
-default, ``memoryview`` when the reader runs with ``zero_copy=True``.
+``Record`` is a slotted class (cheap to create in the decode loop, fast attribute access). It is
+generic over the buffer type of its key, value and header values: ``bytes`` by default,
+``memoryview`` when the reader runs with ``zero_copy=True``. Records compare equal when all five
+fields are equal, and unpack as ``offset, timestamp, key, value, headers``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
 BufferLike = bytes | bytearray | memoryview
@@ -19,14 +20,55 @@ B = TypeVar("B", bytes, memoryview)
 Header = tuple[str, B | None]
 
 
-class Record(NamedTuple, Generic[B]):
-    """One record. ``headers`` is a sequence of ``(key, value)``; legacy records have none."""
+class Record(Generic[B]):
+    """One record. ``headers`` is a tuple of ``(key, value)`` pairs; legacy records have none.
+
+    Decoders create records without calling ``__init__`` (``object.__new__`` plus slot stores);
+    the constructor is for callers.
+    """
+
+    __slots__ = ("headers", "key", "offset", "timestamp", "value")
+    __match_args__ = ("offset", "timestamp", "key", "value", "headers")
 
     offset: int
     timestamp: int
     key: B | None
     value: B | None
     headers: Sequence[tuple[str, B | None]]
+
+    def __init__(
+        self,
+        offset: int,
+        timestamp: int,
+        key: B | None,
+        value: B | None,
+        headers: Sequence[tuple[str, B | None]] = (),
+    ) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def astuple(self) -> tuple[int, int, B | None, B | None, tuple[tuple[str, B | None], ...]]:
+        """``(offset, timestamp, key, value, headers)`` with headers as a tuple."""
+        return (self.offset, self.timestamp, self.key, self.value, tuple(self.headers))
+
+    def __iter__(self) -> Iterator[object]:
+        return iter((self.offset, self.timestamp, self.key, self.value, self.headers))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Record):
+            return NotImplemented
+        return self.astuple() == other.astuple()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable slots: records are not hashable
+
+    def __repr__(self) -> str:
+        return (
+            f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
 
 
 class NewRecord(NamedTuple):

@@ -1,0 +1,244 @@
+"""Records codec benchmark: kafka_wire vs kafka-python vs aiokafka, in one process, one run.
+
+Input: 10,000 records, 16-byte keys, 100-byte values (hex text of random bytes, so about 2:1
+compressible), one header (``trace``: 16 bytes), timestamps ``1700000000000 + i``; everything
+is derived from a fixed seed. Paths:
+
+* decode+iterate: read the batch and touch offset, timestamp, key, value and headers of every
+  record; the input bytes are the same for all three libraries (built by kafka-python);
+* build: one batch from records already in memory (``build_batch`` for kafka_wire,
+  ``append`` per record then ``build`` for the others).
+
+Each library runs its own defaults except where stated: gzip at level 9 for everyone (both
+peers hard-code 9), lz4 at level 0 (kafka-python's level) plus an extra row at level 9 (aiokafka's
+default), zstd at level 3 everywhere. Timing: the libraries take turns, round after round, and the
+best round counts, so a slow spell of a shared machine hits all of them alike.
+
+Usage: ``python bench/bench_records.py [--rounds N] [--records N]``; prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiokafka
+import kafka
+from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder
+from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
+from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
+from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
+
+from kafka_wire.records import build_batch, read_batches
+
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+BASE_TS = 1_700_000_000_000
+
+
+@dataclass(frozen=True)
+class Inputs:
+    keys: list[bytes]
+    values: list[bytes]
+    headers: list[list[tuple[str, bytes]]]
+    timestamps: list[int]
+    tuples: list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]
+
+
+def make_inputs(n: int, seed: int = 20240601) -> Inputs:
+    rnd = random.Random(seed)
+    keys = [rnd.randbytes(16) for _ in range(n)]
+    values = [rnd.randbytes(50).hex().encode() for _ in range(n)]
+    headers = [[("trace", rnd.randbytes(16))] for _ in range(n)]
+    timestamps = [BASE_TS + i for i in range(n)]
+    tuples = list(zip(keys, values, headers, timestamps, strict=True))
+    return Inputs(keys, values, headers, timestamps, tuples)
+
+
+# -- build ---------------------------------------------------------------------------------------
+
+
+def kw_build(inp: Inputs, codec: str, level: int | None, magic: int = 2) -> Callable[[], bytes]:
+    records = inp.tuples if magic == 2 else [(k, v, (), t) for k, v, _, t in inp.tuples]
+
+    def run() -> bytes:
+        return build_batch(records, magic=magic, compression=codec, compression_level=level)
+
+    return run
+
+
+def peer_build(builder_cls: type, inp: Inputs, codec: str) -> Callable[[], bytes]:
+    keys, values, headers, timestamps = inp.keys, inp.values, inp.headers, inp.timestamps
+    cid = CODEC_IDS[codec]
+
+    def run() -> bytes:
+        b = builder_cls(
+            magic=2,
+            compression_type=cid,
+            is_transactional=0,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=1 << 30,
+        )
+        append = b.append
+        for i in range(len(keys)):
+            append(i, timestamp=timestamps[i], key=keys[i], value=values[i], headers=headers[i])
+        return bytes(b.build())
+
+    return run
+
+
+def peer_legacy_build(builder_cls: type, inp: Inputs, codec: str) -> Callable[[], bytes]:
+    keys, values, timestamps = inp.keys, inp.values, inp.timestamps
+    cid = CODEC_IDS[codec]
+
+    def run() -> bytes:
+        b = builder_cls(magic=1, compression_type=cid, batch_size=1 << 30)
+        append = b.append
+        for i in range(len(keys)):
+            append(i, timestamp=timestamps[i], key=keys[i], value=values[i])
+        return bytes(b.build())
+
+    return run
+
+
+# -- decode + iterate ----------------------------------------------------------------------------
+
+
+def kw_decode(data: bytes) -> Callable[[], int]:
+    def run() -> int:
+        n = 0
+        for batch in read_batches(data):
+            for r in batch:
+                r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+                n += 1
+        return n
+
+    return run
+
+
+def peer_decode(memory_records_cls: type, data: bytes) -> Callable[[], int]:
+    def run() -> int:
+        n = 0
+        records = memory_records_cls(data)
+        while records.has_next():
+            batch = records.next_batch()
+            for r in batch:
+                r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+                n += 1
+        return n
+
+    return run
+
+
+def contents(data: bytes) -> list[tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
+    return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for b in read_batches(data) for r in b]
+
+
+def peer_contents(memory_records_cls: type, data: bytes) -> list[tuple[object, ...]]:
+    out: list[tuple[object, ...]] = []
+    records = memory_records_cls(data)
+    while records.has_next():
+        for r in records.next_batch():
+            out.append((r.offset, r.timestamp, r.key, r.value, list(r.headers)))
+    return out
+
+
+# -- timing --------------------------------------------------------------------------------------
+
+
+def best_times(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    best = {name: float("inf") for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            if dt < best[name]:
+                best[name] = dt
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=15, help="rounds per path (best round counts)")
+    parser.add_argument("--records", type=int, default=10_000, help="records per batch")
+    args = parser.parse_args(argv)
+    n = args.records
+    inp = make_inputs(n)
+
+    rows: list[tuple[str, float, float | None, float | None]] = []
+
+    def add(path: str, fns: dict[str, Callable[[], object]]) -> None:
+        t = best_times(fns, args.rounds)
+        rate = {name: n / dt for name, dt in t.items()}
+        rows.append((path, rate["kw"], rate.get("kp"), rate.get("aio")))
+        print(f"  {path}: " + ", ".join(f"{k} {v / 1e6:.3f} M/s" for k, v in rate.items()), file=sys.stderr)
+
+    for codec in CODEC_IDS:
+        data = peer_build(KpBuilder, inp, codec)()
+        expected = peer_contents(KpMemoryRecords, data)
+        if contents(data) != expected or peer_contents(AioMemoryRecords, data) != expected:
+            raise SystemExit(f"decoders disagree on the {codec} batch")
+        add(
+            f"decode+iterate v2 {codec}",
+            {"kw": kw_decode(data), "kp": peer_decode(KpMemoryRecords, data), "aio": peer_decode(AioMemoryRecords, data)},
+        )
+    for codec in CODEC_IDS:
+        level = 9 if codec == "gzip" else None
+        built = kw_build(inp, codec, level)()
+        if peer_contents(KpMemoryRecords, built) != contents(built):
+            raise SystemExit(f"kafka-python reads our {codec} batch differently")
+        add(
+            f"build v2 {codec}",
+            {"kw": kw_build(inp, codec, level), "kp": peer_build(KpBuilder, inp, codec), "aio": peer_build(AioBuilder, inp, codec)},
+        )
+    add("build v2 lz4, level 9 (aiokafka's default)", {"kw": kw_build(inp, "lz4", 9), "aio": peer_build(AioBuilder, inp, "lz4")})
+
+    legacy = peer_legacy_build(KpLegacyBuilder, inp, "none")()
+    add(
+        "decode+iterate v1 none",
+        {
+            "kw": kw_decode(legacy),
+            "kp": peer_decode(KpMemoryRecords, legacy),
+            "aio": peer_decode(AioMemoryRecords, legacy),
+        },
+    )
+    add(
+        "build v1 none",
+        {
+            "kw": kw_build(inp, "none", None, magic=1),
+            "kp": peer_legacy_build(KpLegacyBuilder, inp, "none"),
+            "aio": peer_legacy_build(AioLegacyBuilder, inp, "none"),
+        },
+    )
+
+    def fmt(rate: float | None) -> str:
+        return "-" if rate is None else f"{rate / 1e6:.3f}"
+
+    def ratio(a: float, b: float | None) -> str:
+        return "-" if b is None else f"{a / b:.2f}x"
+
+    print(
+        f"{n:,} records, 16-byte keys, 100-byte values, one header; best of {args.rounds} interleaved rounds; "
+        f"Python {platform.python_version()}, kafka-python {kafka.__version__}, aiokafka {aiokafka.__version__} "
+        "(compiled extensions)\n"
+    )
+    print("| path | kafka_wire M rec/s | kafka-python M rec/s | aiokafka M rec/s | vs kafka-python | vs aiokafka |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for path, kw, kp, aio in rows:
+        print(f"| {path} | {fmt(kw)} | {fmt(kp)} | {fmt(aio)} | {ratio(kw, kp)} | {ratio(kw, aio)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
