@@ -518,6 +518,18 @@ def decode_legacy_message(data: B, pos: int, end: int) -> tuple[LegacyMessage, i
     return (offset, crc, magic, attributes, timestamp, key, value, pos), msg_end
 
 
+def legacy_record(data: B, pos: int, end: int) -> Record[B]:
+    """The record of the uncompressed legacy message at ``pos`` (headers are always empty)."""
+    msg = decode_legacy_message(data, pos, end)[0]
+    r: Record[B] = _new_object(Record)
+    r.offset = msg[0]
+    r.timestamp = msg[4]
+    r.key = msg[5]
+    r.value = msg[6]
+    r.headers = EMPTY_HEADERS
+    return r
+
+
 def decode_legacy_message_set(data: B, pos: int, end: int, verify_crc: bool) -> list[LegacyMessage]:
     """Parse a whole legacy message set (a compressed wrapper's inner messages) that must end at ``end``."""
     out: list[LegacyMessage] = []

@@ -26,6 +26,7 @@ from kafka_wire.records._hot import (
     decode_legacy_message,
     decode_legacy_message_set,
     encode_legacy_message,
+    legacy_record,
     record_fields,
 )
 from kafka_wire.records.batch import relocate, wrap_decode_failure
@@ -106,24 +107,28 @@ class LegacyBatch(Generic[B]):
         self._zero_copy = zero_copy
         self._inner_summary: tuple[int, int] | None = None
         self.position = position
-        self.last_offset, self.batch_length, self.crc, self.magic, self.attributes = _HEAD.unpack_from(
-            buf, start
-        )
-        overhead = RECORD_OVERHEAD_V0 if self.magic == 0 else RECORD_OVERHEAD_V1
-        if self.batch_length < overhead:
+        offset, size, crc, magic, attributes = _HEAD.unpack_from(buf, start)
+        self.last_offset = offset
+        self.batch_length = size
+        self.crc = crc
+        self.magic = magic
+        self.attributes = attributes
+        if size < (RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1):
             raise CorruptBatchError(
-                f"magic v{self.magic} message size {self.batch_length} is below its {overhead}-byte overhead"
-                f" (message offset {self.last_offset})",
+                f"magic v{magic} message size {size} is below its overhead (message offset {offset})",
                 offset=position,
                 message=_MSG,
             )
-        self.timestamp = _TIMESTAMP.unpack_from(buf, start + 18)[0] if self.magic == 1 else NO_TIMESTAMP
+        self.timestamp = _TIMESTAMP.unpack_from(buf, start + 18)[0] if magic == 1 else NO_TIMESTAMP
         if config.verify_crc:
-            actual = self.compute_crc()
-            if actual != self.crc:
+            end = start + LOG_OVERHEAD + size
+            # small messages: slicing bytes beats making a memoryview
+            actual = crc32(
+                buf[start + LEGACY_CRC_START : end] if size < 4096 else memoryview(buf)[start + 16 : end]
+            )
+            if actual != crc:
                 raise CorruptBatchError(
-                    f"CRC-32 mismatch: stored 0x{self.crc:08x}, computed 0x{actual:08x}"
-                    f" (message offset {self.last_offset})",
+                    f"CRC-32 mismatch: stored 0x{crc:08x}, computed 0x{actual:08x} (message offset {offset})",
                     offset=position,
                     message=_MSG,
                 )
@@ -212,16 +217,23 @@ class LegacyBatch(Generic[B]):
 
     def records(self) -> list[Record[B]]:
         """The message's record, or a wrapper's inner records with absolute offsets."""
+        codec = self.attributes & COMPRESSION_MASK
+        if codec != CODEC_NONE:
+            return self._inner_records(codec)
         buf = self._buf
         start = self._start
-        codec = self.attributes & COMPRESSION_MASK
-        if codec == CODEC_NONE:
-            if not self._zero_copy and type(buf) is not bytes:
-                buf = bytes(buf[start : start + self.batch_length + LOG_OVERHEAD])
-                start = 0
-            offset, _, _, _, timestamp, key, value, _ = self._message(buf, start)
-            return [cast(Record[B], Record(offset, timestamp, key, value, EMPTY_HEADERS))]
-        return self._inner_records(codec)
+        if not self._zero_copy and type(buf) is not bytes:
+            buf = bytes(buf[start : start + self.batch_length + LOG_OVERHEAD])
+            start = 0
+        try:
+            return [legacy_record(cast(Any, buf), start, start + self.batch_length + LOG_OVERHEAD)]
+        except DecodeError as e:
+            raise relocate(
+                e, offset=self.position, note=f"(message offset {self.last_offset})", message=_MSG
+            ) from None
+
+    def __iter__(self) -> Iterator[Record[B]]:
+        return iter(self.records())
 
     def _inner_records(self, codec: int) -> list[Record[B]]:
         where = f"(wrapper offset {self.last_offset})"
@@ -285,11 +297,8 @@ class LegacyBatch(Generic[B]):
                 timestamp = NO_TIMESTAMP
             elif log_append:
                 timestamp = self.timestamp
-            out.append(cast(Record[B], Record(base + offset, timestamp, k, v, EMPTY_HEADERS)))
+            out.append(Record(base + offset, timestamp, k, v, EMPTY_HEADERS))
         return out
-
-    def __iter__(self) -> Iterator[Record[B]]:
-        return iter(self.records())
 
     def __repr__(self) -> str:
         return (
