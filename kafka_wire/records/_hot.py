@@ -113,10 +113,8 @@ def varint_bytes(value: int) -> bytes:
 # ------------------------------------------------------------------------------------------------
 
 
-def _overrun(done: int, count: int, v: int, pos: int, end: int) -> CorruptBatchError:
+def _overrun(v: int, pos: int, end: int) -> CorruptBatchError:
     """The error for a record whose declared length runs past the batch end."""
-    if pos > end:
-        return CorruptBatchError(f"batch ends after {done} of {count} declared records", offset=pos)
     return CorruptBatchError(
         f"record length {(v >> 1) ^ -(v & 1)} overruns the batch ({end - pos} bytes left)", offset=pos
     )
@@ -192,6 +190,8 @@ def decode_records_v2(
     lat = log_append_time is not None
     keys: dict[B, str] = {}
     for _ in range(count):
+        if pos >= end:
+            raise CorruptBatchError(f"batch ends after {len(out)} of {count} declared records", offset=pos)
         # length: varint; the fast paths cover one and two bytes
         v = data[pos]
         if v < 0x80:
@@ -205,7 +205,7 @@ def decode_records_v2(
                 v, pos = slow32(data, pos)
         rec_end = pos + ((v >> 1) ^ -(v & 1))
         if rec_end > end:
-            raise _overrun(len(out), count, v, pos, end)
+            raise _overrun(v, pos, end)
         # attributes (unused) then timestampDelta: varlong
         tsd = data[pos + 1]
         if tsd < 0x80:

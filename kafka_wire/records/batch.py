@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+_OFFSET_SIZE: Final = struct.Struct(">qi")
 """The 61-byte v2 header: base offset .. record count, in wire order."""
 
 
@@ -101,6 +102,14 @@ class RecordBatch(Generic[B]):
         self._config = config
         self._zero_copy = zero_copy
         self.position = position
+        base_offset, batch_length = _OFFSET_SIZE.unpack_from(buf, start)
+        if batch_length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD or len(buf) - start < RECORD_BATCH_OVERHEAD:
+            raise CorruptBatchError(
+                f"batch size {batch_length + LOG_OVERHEAD} is below the v2 overhead of 61 bytes"
+                f" (batch base offset {base_offset})",
+                offset=position,
+                message="RecordBatch",
+            )
         (
             self.base_offset,
             self.batch_length,
@@ -116,13 +125,6 @@ class RecordBatch(Generic[B]):
             self.base_sequence,
             self.record_count,
         ) = V2_HEADER.unpack_from(buf, start)
-        if self.batch_length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
-            raise CorruptBatchError(
-                f"batch size {self.batch_length + LOG_OVERHEAD} is below the v2 overhead of 61 bytes"
-                f" (batch base offset {self.base_offset})",
-                offset=position,
-                message="RecordBatch",
-            )
         if config.verify_crc:
             actual = self.compute_crc()
             if actual != self.crc:

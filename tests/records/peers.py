@@ -1,0 +1,29 @@
+"""kafka-python and aiokafka record classes, imported with their import-time deprecation warnings muted.
+
+(kafka-python reads its JSON schemas with ``importlib.resources.read_text``, deprecated in 3.11;
+the suite turns warnings into errors.)
+"""
+
+from __future__ import annotations
+
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
+    from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder
+    from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
+    from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
+    from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
+    from kafka.record.memory_records import MemoryRecordsBuilder as KpMemoryRecordsBuilder
+
+__all__ = [
+    "AioBuilder",
+    "AioLegacyBuilder",
+    "AioMemoryRecords",
+    "KpBuilder",
+    "KpLegacyBuilder",
+    "KpMemoryRecords",
+    "KpMemoryRecordsBuilder",
+]
