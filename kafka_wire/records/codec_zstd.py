@@ -105,6 +105,8 @@ def zstd_decompress(data: BufferLike, max_bytes: int) -> bytes:
             else:
                 prev = start
                 for block_end in [*blocks, end]:
+                    if block_end == prev:
+                        continue
                     chunk = dobj.decompress(view[prev:block_end])
                     prev = block_end
                     total += len(chunk)
