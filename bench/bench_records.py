@@ -139,7 +139,9 @@ def peer_decode(memory_records_cls: type, data: bytes) -> Callable[[], int]:
     return run
 
 
-def contents(data: bytes) -> list[tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
+def contents(
+    data: bytes,
+) -> list[tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
     return [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for b in read_batches(data) for r in b]
 
 
@@ -169,7 +171,9 @@ def best_times(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=15, help="rounds per path (best round counts)")
     parser.add_argument("--records", type=int, default=10_000, help="records per batch")
     args = parser.parse_args(argv)
@@ -191,7 +195,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"decoders disagree on the {codec} batch")
         add(
             f"decode+iterate v2 {codec}",
-            {"kw": kw_decode(data), "kp": peer_decode(KpMemoryRecords, data), "aio": peer_decode(AioMemoryRecords, data)},
+            {
+                "kw": kw_decode(data),
+                "kp": peer_decode(KpMemoryRecords, data),
+                "aio": peer_decode(AioMemoryRecords, data),
+            },
         )
     for codec in CODEC_IDS:
         level = 9 if codec == "gzip" else None
@@ -200,9 +208,16 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"kafka-python reads our {codec} batch differently")
         add(
             f"build v2 {codec}",
-            {"kw": kw_build(inp, codec, level), "kp": peer_build(KpBuilder, inp, codec), "aio": peer_build(AioBuilder, inp, codec)},
+            {
+                "kw": kw_build(inp, codec, level),
+                "kp": peer_build(KpBuilder, inp, codec),
+                "aio": peer_build(AioBuilder, inp, codec),
+            },
         )
-    add("build v2 lz4, level 9 (aiokafka's default)", {"kw": kw_build(inp, "lz4", 9), "aio": peer_build(AioBuilder, inp, "lz4")})
+    add(
+        "build v2 lz4, level 9 (aiokafka's default)",
+        {"kw": kw_build(inp, "lz4", 9), "aio": peer_build(AioBuilder, inp, "lz4")},
+    )
 
     legacy = peer_legacy_build(KpLegacyBuilder, inp, "none")()
     add(
@@ -233,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, kafka-python {kafka.__version__}, aiokafka {aiokafka.__version__} "
         "(compiled extensions)\n"
     )
-    print("| path | kafka_wire M rec/s | kafka-python M rec/s | aiokafka M rec/s | vs kafka-python | vs aiokafka |")
+    print(
+        "| path | kafka_wire M rec/s | kafka-python M rec/s | aiokafka M rec/s | vs kafka-python | vs aiokafka |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for path, kw, kp, aio in rows:
         print(f"| {path} | {fmt(kw)} | {fmt(kp)} | {fmt(aio)} | {ratio(kw, kp)} | {ratio(kw, aio)} |")

@@ -10,12 +10,17 @@ import warnings
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
-    from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
-    from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder
-    from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
-    from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
-    from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
-    from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
+    # the peers ship no type information: every import below is untyped
+    from aiokafka.record.default_records import (  # type: ignore[import-untyped]
+        DefaultRecordBatchBuilder as AioBuilder,
+    )
+    from aiokafka.record.legacy_records import (  # type: ignore[import-untyped]
+        LegacyRecordBatchBuilder as AioLegacyBuilder,
+    )
+    from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords  # type: ignore[import-untyped]
+    from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder  # type: ignore[import-untyped]
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder  # type: ignore[import-untyped]
+    from kafka.record.memory_records import MemoryRecords as KpMemoryRecords  # type: ignore[import-untyped]
     from kafka.record.memory_records import MemoryRecordsBuilder as KpMemoryRecordsBuilder
 
 __all__ = [

@@ -17,7 +17,9 @@ def _keys(data: bytes) -> list[Any]:
 
 def test_bytes_like_inputs() -> None:
     ints = array.array("i", [1, 2])
-    data = build_batch([(bytearray(b"k"), memoryview(b"vv"), [("h", bytearray(b"x"))], 1), (ints, None, (), 2)])
+    data = build_batch(
+        [(bytearray(b"k"), memoryview(b"vv"), [("h", bytearray(b"x"))], 1), (ints, None, (), 2)]
+    )
     assert _keys(data) == [(b"k", b"vv", [("h", b"x")]), (ints.tobytes(), None, [])]
     legacy = build_batch([(bytearray(b"k"), memoryview(ints), (), 1)], magic=1)
     assert _keys(legacy) == [(b"k", ints.tobytes(), [])]
@@ -82,7 +84,9 @@ def test_timestamp_ranges() -> None:
 
 
 def test_control_batches_may_omit_the_sequence() -> None:
-    data = build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")], producer_id=3, producer_epoch=1, is_control=True)
+    data = build_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")], producer_id=3, producer_epoch=1, is_control=True
+    )
     [batch] = list(read_batches(data))
     assert batch.is_control and batch.base_sequence == -1
 
@@ -94,7 +98,9 @@ def test_generators_are_accepted() -> None:
 
 def test_large_varints() -> None:
     big = b"x" * 70000  # lengths past the two-byte varint table
-    data = build_batch([(big, big, [("h" * 300, big)], 2**40)], offset_deltas=[2**30], last_offset_delta=2**30)
+    data = build_batch(
+        [(big, big, [("h" * 300, big)], 2**40)], offset_deltas=[2**30], last_offset_delta=2**30
+    )
     [batch] = list(read_batches(data))
     [record] = list(batch)
     assert record.key == big and record.value == big and record.headers == (("h" * 300, big),)

@@ -142,7 +142,12 @@ def test_lz4_magic0_broken_header_checksum() -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"store_size": True}, {"content_checksum": True}, {"block_checksum": True}, {"block_size": lz4.frame.BLOCKSIZE_MAX4MB}],
+    [
+        {"store_size": True},
+        {"content_checksum": True},
+        {"block_checksum": True},
+        {"block_size": lz4.frame.BLOCKSIZE_MAX4MB},
+    ],
 )
 def test_lz4_optional_frame_fields_are_read(options: dict[str, object]) -> None:
     frame = lz4.frame.compress(DATA, block_linked=False, **options)
@@ -258,15 +263,18 @@ def _zstd_bomb() -> bytes:
 def _lz4_bomb() -> bytes:
     c = lz4.frame.LZ4FrameCompressor(block_linked=False, block_size=lz4.frame.BLOCKSIZE_MAX64KB)
     zeros = bytes(1 << 20)
-    return c.begin() + b"".join(c.compress(zeros) for _ in range(BOMB_MB)) + c.flush()
+    frame: bytes = c.begin() + b"".join(c.compress(zeros) for _ in range(BOMB_MB)) + c.flush()
+    return frame
 
 
 def _snappy_bomb() -> bytes:
-    block = snappy.compress(bytes(32 * 1024))
+    block: bytes = snappy.compress(bytes(32 * 1024))
     return XERIAL_HEADER + (struct.pack(">i", len(block)) + block) * (BOMB_MB * 32)
 
 
-@pytest.mark.parametrize(("codec", "make"), [(1, _gzip_bomb), (2, _snappy_bomb), (3, _lz4_bomb), (4, _zstd_bomb)])
+@pytest.mark.parametrize(
+    ("codec", "make"), [(1, _gzip_bomb), (2, _snappy_bomb), (3, _lz4_bomb), (4, _zstd_bomb)]
+)
 def test_bombs_stop_at_the_cap_with_bounded_memory(codec: int, make: Callable[[], bytes]) -> None:
     bomb = make()
     assert len(bomb) < 8 << 20
@@ -277,7 +285,9 @@ def test_bombs_stop_at_the_cap_with_bounded_memory(codec: int, make: Callable[[]
     struct.pack_into(">i", batch, 8, len(batch) - 12)
     tracemalloc.start()
     try:
-        [view] = list(read_batches(bytes(batch), ReadConfig(verify_crc=False, max_decompressed_bytes=2 << 20)))
+        [view] = list(
+            read_batches(bytes(batch), ReadConfig(verify_crc=False, max_decompressed_bytes=2 << 20))
+        )
         with pytest.raises(LimitExceededError):
             view.records()
         _, peak = tracemalloc.get_traced_memory()

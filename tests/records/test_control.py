@@ -33,9 +33,22 @@ def _one(data: bytes) -> RecordBatch[bytes]:
 @pytest.mark.parametrize("commit", [True, False])
 def test_end_txn_markers(commit: bool) -> None:
     build = build_commit_marker if commit else build_abort_marker
-    data = build(producer_id=77, producer_epoch=4, coordinator_epoch=12, base_offset=30, timestamp=1234, partition_leader_epoch=2)
+    data = build(
+        producer_id=77,
+        producer_epoch=4,
+        coordinator_epoch=12,
+        base_offset=30,
+        timestamp=1234,
+        partition_leader_epoch=2,
+    )
     assert data == build_end_txn_marker(
-        commit, producer_id=77, producer_epoch=4, coordinator_epoch=12, base_offset=30, timestamp=1234, partition_leader_epoch=2
+        commit,
+        producer_id=77,
+        producer_epoch=4,
+        coordinator_epoch=12,
+        base_offset=30,
+        timestamp=1234,
+        partition_leader_epoch=2,
     )
     batch = _one(data)
     assert batch.is_control and batch.is_transactional and batch.record_count == 1
@@ -43,7 +56,9 @@ def test_end_txn_markers(commit: bool) -> None:
     assert (batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp) == (30, 2, 1234)
     [record] = list(batch)
     key = decode_control_key(record.key)
-    assert key == ControlRecordKey(0, ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, int(commit))
+    assert key == ControlRecordKey(
+        0, ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, int(commit)
+    )
     assert decode_end_txn_marker(record.value) == EndTransactionMarker(0, 12)
     assert record.key == struct.pack(">hh", 0, int(commit)) and record.value == struct.pack(">hi", 0, 12)
     # the peers see a control batch with the same key and value

@@ -95,7 +95,9 @@ def test_our_v2_batches_read_back_in_peers(peer: str, codec: str, records: list[
 @pytest.mark.parametrize("codec", CODECS_LEGACY)
 @settings(max_examples=EXAMPLES // 3)
 @given(records=legacy_records())
-def test_peer_legacy_batches_read_back(peer: str, magic: int, codec: str, records: list[tuple[Any, ...]]) -> None:
+def test_peer_legacy_batches_read_back(
+    peer: str, magic: int, codec: str, records: list[tuple[Any, ...]]
+) -> None:
     if codec == "lz4" and magic == 0:
         return  # neither peer writes Kafka's magic-0 lz4 (see the module docstring)
     data = _peer_legacy(PEER_LEGACY_BUILDERS[peer], records, codec, magic)
@@ -126,18 +128,36 @@ def test_peers_cannot_read_magic0_lz4() -> None:
 
 @pytest.mark.parametrize("peer", sorted(PEER_V2_BUILDERS))
 def test_peer_idempotent_and_transactional_batches(peer: str) -> None:
-    records = [(b"k%d" % i, b"v%d" % i, [], 1_700_000_000_000 + i) for i in range(5)]
+    records: list[tuple[Any, ...]] = [(b"k%d" % i, b"v%d" % i, [], 1_700_000_000_000 + i) for i in range(5)]
     data = _peer_v2(
-        PEER_V2_BUILDERS[peer], records, "none", is_transactional=1, producer_id=4321, producer_epoch=7, base_sequence=100
+        PEER_V2_BUILDERS[peer],
+        records,
+        "none",
+        is_transactional=1,
+        producer_id=4321,
+        producer_epoch=7,
+        base_sequence=100,
     )
     ours = build_batch(records, producer_id=4321, producer_epoch=7, base_sequence=100, is_transactional=True)
     from kafka_wire.records import read_batches
 
     [theirs] = list(read_batches(data))
     [mine] = list(read_batches(ours))
-    for name in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "last_offset_delta", "record_count"):
+    for name in (
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
+        "last_offset_delta",
+        "record_count",
+    ):
         assert getattr(theirs, name) == getattr(mine, name), name
-    assert (mine.producer_id, mine.producer_epoch, mine.base_sequence, mine.last_sequence) == (4321, 7, 100, 104)
+    assert (mine.producer_id, mine.producer_epoch, mine.base_sequence, mine.last_sequence) == (
+        4321,
+        7,
+        100,
+        104,
+    )
 
 
 def test_memory_records_builder_multi_batch_payload() -> None:
@@ -145,7 +165,9 @@ def test_memory_records_builder_multi_batch_payload() -> None:
     payload = b""
     offset = 0
     for codec in CODECS_V2:
-        b = KpMemoryRecordsBuilder(magic=2, compression_type=CODEC_IDS[codec], batch_size=1 << 20, offset=offset)
+        b = KpMemoryRecordsBuilder(
+            magic=2, compression_type=CODEC_IDS[codec], batch_size=1 << 20, offset=offset
+        )
         for i in range(4):
             b.append(timestamp=1_700_000_000_000 + i, key=b"key", value=codec.encode() * (50 + i), headers=[])
         b.close()
@@ -156,4 +178,8 @@ def test_memory_records_builder_multi_batch_payload() -> None:
     batches = list(read_batches(payload))
     assert [b.compression for b in batches] == list(CODECS_V2)
     assert [r.offset for b in batches for r in b] == list(range(20))
-    assert our_contents(payload) == peer_contents(KpMemoryRecords, payload) == peer_contents(AioMemoryRecords, payload)
+    assert (
+        our_contents(payload)
+        == peer_contents(KpMemoryRecords, payload)
+        == peer_contents(AioMemoryRecords, payload)
+    )

@@ -51,7 +51,9 @@ def test_text(segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
     batches = [line for line in lines if line.startswith("batch ")]
     records = [line for line in lines if line.startswith("| ")]
     assert len(batches) == 4 and len(records) == 8
-    assert 'compression: "lz4"' in batches[0] and "magic: 1" in batches[1] and "is_control: true" in batches[2]
+    assert (
+        'compression: "lz4"' in batches[0] and "magic: 1" in batches[1] and "is_control: true" in batches[2]
+    )
     assert "control_type: COMMIT coordinator_epoch: 4" in records[6]
     assert "key:" not in records[0]
     assert lines[-1] == f"4 batches, 8 records, truncated tail of 25 bytes at position {len(_segment())}"
@@ -82,7 +84,13 @@ def test_json(segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
     }
     assert objects[2]["records"][0]["control_type"] == "COMMIT"
     assert objects[3]["records"][0]["key_hex"] == "fffe"
-    assert objects[-1] == {"type": "summary", "batches": 4, "records": 8, "position": len(_segment()), "truncated_tail": 25}
+    assert objects[-1] == {
+        "type": "summary",
+        "batches": 4,
+        "records": 8,
+        "position": len(_segment()),
+        "truncated_tail": 25,
+    }
 
 
 def test_batches_only(segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,7 +110,9 @@ def test_corrupt_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert status == 0 and json.loads(out.splitlines()[0])["crc_valid"] is False
 
 
-def test_stdin_hex_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stdin_hex_and_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     hex_path = tmp_path / "payload.hex"
     hex_path.write_text(_segment().hex() + "\n")
     status, out, _ = run([str(hex_path), "--hex"], capsys)

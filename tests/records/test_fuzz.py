@@ -30,9 +30,14 @@ SMALL_CAP = ReadConfig(verify_crc=False, max_decompressed_bytes=1 << 20)
 
 
 def _corpus() -> list[bytes]:
-    records = [(b"key-%d" % i, b"value-%d" % i * (1 + i * 7), [(f"h{i}", b"x")] * (i % 3), 1000 + i) for i in range(5)]
+    records = [
+        (b"key-%d" % i, b"value-%d" % i * (1 + i * 7), [(f"h{i}", b"x")] * (i % 3), 1000 + i)
+        for i in range(5)
+    ]
     out = [build_batch(records, compression=c) for c in CODECS_V2]
-    out += [build_batch([r[:2] for r in records], magic=m, compression=c) for m in (0, 1) for c in CODECS_LEGACY]
+    out += [
+        build_batch([r[:2] for r in records], magic=m, compression=c) for m in (0, 1) for c in CODECS_LEGACY
+    ]
     out.append(build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=3))
     out.append(build_control_batch(ControlRecordType.LEADER_CHANGE, b"\x00\x01\x02"))
     for path in sorted(CAPTURES.glob("*-produce-v*.hex"))[::4]:
@@ -49,10 +54,16 @@ def consume(data: bytes, config: ReadConfig = SMALL_CAP) -> int:
     try:
         reader = RecordsReader(data, config)
         for batch in reader:
-            (batch.base_offset, batch.last_offset, batch.record_count, batch.compression, batch.timestamp_type)  # noqa: B018
-            (batch.producer_id, batch.base_sequence, batch.is_control, batch.is_valid())
+            _ = (
+                batch.base_offset,
+                batch.last_offset,
+                batch.record_count,
+                batch.compression,
+                batch.timestamp_type,
+            )
+            _ = (batch.producer_id, batch.base_sequence, batch.is_control, batch.is_valid())
             for r in batch:
-                (r.offset, r.timestamp, r.key, r.value, [(k, v) for k, v in r.headers])
+                _ = (r.offset, r.timestamp, r.key, r.value, [(k, v) for k, v in r.headers])
                 if batch.is_control:
                     key = decode_control_key(r.key)
                     if key.type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
@@ -130,7 +141,12 @@ def test_varint_and_count_bombs() -> None:
         struct.pack_into(">i", data, offset, value)
         assert consume(bytes(data)) == -1
     # a record whose header count varint claims 2**31 - 1 headers
-    data = bytearray(good[:61]) + bytes([0x20, 0, 0, 0, 2, ord("k"), 2, ord("v")]) + b"\xfe\xff\xff\xff\x0f" + b"\x00" * 5
+    data = (
+        bytearray(good[:61])
+        + bytes([0x20, 0, 0, 0, 2, ord("k"), 2, ord("v")])
+        + b"\xfe\xff\xff\xff\x0f"
+        + b"\x00" * 5
+    )
     struct.pack_into(">i", data, 8, len(data) - 12)
     assert consume(bytes(data)) == -1
     # ten-byte and eleven-byte varints
@@ -151,8 +167,8 @@ def test_memory_stays_bounded() -> None:
             inputs.append(bytes(data))
     tracemalloc.start()
     try:
-        for data in inputs:
-            consume(data)
+        for item in inputs:
+            consume(item)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

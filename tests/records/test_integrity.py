@@ -30,7 +30,9 @@ def test_crc_is_crc32c_from_attributes_to_end() -> None:
 
 @pytest.mark.parametrize("codec", CODECS_V2)
 def test_corruption_anywhere_under_the_crc_is_caught(codec: str) -> None:
-    data = build_batch([(b"k%d" % i, b"value" * i, (), i) for i in range(5)], compression=codec, base_offset=31337)
+    data = build_batch(
+        [(b"k%d" % i, b"value" * i, (), i) for i in range(5)], compression=codec, base_offset=31337
+    )
     for pos in range(21, len(data)):
         bad = bytearray(data)
         bad[pos] ^= 0x10
@@ -106,7 +108,12 @@ def _many_count(data: bytes) -> bytes:
     append_time=st.one_of(st.none(), st.integers(0, 2**50)),
 )
 def test_reoffset_keeps_crc_and_records(
-    codec: str, records: list[tuple[Any, ...]], old_offset: int, new_offset: int, epoch: int | None, append_time: int | None
+    codec: str,
+    records: list[tuple[Any, ...]],
+    old_offset: int,
+    new_offset: int,
+    epoch: int | None,
+    append_time: int | None,
 ) -> None:
     data = build_batch(records, compression=codec, base_offset=old_offset, partition_leader_epoch=7)
     out = reoffset_batch(data, new_offset, epoch, log_append_time=append_time)

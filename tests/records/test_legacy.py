@@ -16,7 +16,12 @@ def _bytes(b: bytes | None) -> bytes:
 
 
 def msg(offset: int, magic: int, attrs: int, ts: int, key: bytes | None, value: bytes | None) -> bytes:
-    body = struct.pack(">bb", magic, attrs) + (struct.pack(">q", ts) if magic else b"") + _bytes(key) + _bytes(value)
+    body = (
+        struct.pack(">bb", magic, attrs)
+        + (struct.pack(">q", ts) if magic else b"")
+        + _bytes(key)
+        + _bytes(value)
+    )
     return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
 
 
@@ -29,8 +34,12 @@ def wrapper(offset: int, magic: int, inner: bytes, *, ts: int = 0, lat: bool = F
     return msg(offset, magic, 1 | (8 if lat else 0), ts, None, gz(inner))
 
 
-def read(data: bytes, **kwargs: object) -> list[tuple[int, int, bytes | None]]:
-    return [(r.offset, r.timestamp, r.value) for b in read_batches(data, **kwargs) for r in b]  # type: ignore[arg-type]
+def read(
+    data: bytes, *, verify_crc: bool | None = None, config: ReadConfig | None = None
+) -> list[tuple[int, int, bytes | None]]:
+    return [
+        (r.offset, r.timestamp, r.value) for b in read_batches(data, config, verify_crc=verify_crc) for r in b
+    ]
 
 
 def test_v1_relative_inner_offsets() -> None:
@@ -38,7 +47,12 @@ def test_v1_relative_inner_offsets() -> None:
     assert read(wrapper(52, 1, inner)) == [(50, 100, b"v0"), (51, 101, b"v1"), (52, 102, b"v2")]
     [batch] = list(read_batches(wrapper(52, 1, inner)))
     assert isinstance(batch, LegacyBatch)
-    assert (batch.base_offset, batch.last_offset, batch.record_count, batch.last_offset_delta) == (50, 52, 3, 2)
+    assert (batch.base_offset, batch.last_offset, batch.record_count, batch.last_offset_delta) == (
+        50,
+        52,
+        3,
+        2,
+    )
     assert batch.next_offset == 53 and batch.compression == "gzip"
 
 

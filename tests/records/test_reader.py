@@ -17,7 +17,9 @@ def _payload() -> tuple[bytes, list[int]]:
         build_batch([(b"b", b"2" * 40, (), 101), (None, b"3", (), 102)], compression="gzip", base_offset=1),
         build_batch([(b"c", b"4", (), 103)], magic=1, base_offset=3),
         build_batch([(b"d", b"5", (), 104)], magic=0, base_offset=4),
-        build_batch([(b"e", b"6" * 70, (), 105), (b"f", None, (), 106)], magic=1, compression="snappy", base_offset=5),
+        build_batch(
+            [(b"e", b"6" * 70, (), 105), (b"f", None, (), 106)], magic=1, compression="snappy", base_offset=5
+        ),
         build_batch([(b"g", b"7" * 90, (), 107)], compression="zstd", base_offset=7),
     ]
     ends = []
