@@ -181,17 +181,21 @@ def decode_records_v2(
     slices can key the header-key cache). The loop never allocates from a declared count: each
     iteration consumes at least one record's bytes or raises.
     """
-    out: list[Record[B]] = []
-    append = out.append
+    if count * 7 > end - pos:
+        raise CorruptBatchError(
+            f"{count} records cannot fit in {end - pos} bytes (a record takes at least 7)", offset=pos
+        )
+    # preallocating is safe now: the bytes back the count
+    out: list[Any] = [None] * count
     new = _new_object
     rec_cls = Record
     slow32 = read_uvarint32
     slow64 = read_uvarint64
     lat = log_append_time is not None
     keys: dict[B, str] = {}
-    for _ in range(count):
+    for i in range(count):
         if pos >= end:
-            raise CorruptBatchError(f"batch ends after {len(out)} of {count} declared records", offset=pos)
+            raise CorruptBatchError(f"batch ends after {i} of {count} declared records", offset=pos)
         # length: varint; the fast paths cover one and two bytes
         v = data[pos]
         if v < 0x80:
@@ -280,11 +284,42 @@ def decode_records_v2(
                 raise CorruptBatchError(f"value of {v >> 1} bytes overruns its record", offset=pos)
             value = data[pos:n]
             pos = n
-        # headers
+        # headers: none, exactly one (inline), or the general loop
         v = data[pos]
         pos += 1
         if v == 0:
             headers: Any = EMPTY_HEADERS
+        elif v == 2:
+            v = data[pos]
+            if v < 0x80:
+                pos += 1
+            else:
+                v, pos = slow32(data, pos)
+            if v & 1:
+                raise InvalidValueError("null or negative header key length", offset=pos)
+            n = pos + (v >> 1)
+            if n > rec_end:
+                raise CorruptBatchError("header key overruns its record", offset=pos)
+            raw = data[pos:n]
+            hk = keys.get(raw)
+            if hk is None:
+                hk = keys[raw] = text(raw)
+            pos = n
+            v = data[pos]
+            if v < 0x80:
+                pos += 1
+            else:
+                v, pos = slow32(data, pos)
+            if v & 1:
+                if v != 1:
+                    raise InvalidValueError("negative header value length", offset=pos)
+                headers = ((hk, None),)
+            else:
+                n = pos + (v >> 1)
+                if n > rec_end:
+                    raise CorruptBatchError("header value overruns its record", offset=pos)
+                headers = ((hk, data[pos:n]),)
+                pos = n
         else:
             if v >= 0x80:
                 v, pos = slow32(data, pos - 1)
@@ -293,39 +328,7 @@ def decode_records_v2(
             hc = v >> 1
             if hc > rec_end - pos:
                 raise CorruptBatchError(f"header count {hc} exceeds the record's remaining bytes", offset=pos)
-            if hc == 1:
-                v = data[pos]
-                if v < 0x80:
-                    pos += 1
-                else:
-                    v, pos = slow32(data, pos)
-                if v & 1:
-                    raise InvalidValueError("null or negative header key length", offset=pos)
-                n = pos + (v >> 1)
-                if n > rec_end:
-                    raise CorruptBatchError("header key overruns its record", offset=pos)
-                raw = data[pos:n]
-                hk = keys.get(raw)
-                if hk is None:
-                    hk = keys[raw] = text(raw)
-                pos = n
-                v = data[pos]
-                if v < 0x80:
-                    pos += 1
-                else:
-                    v, pos = slow32(data, pos)
-                if v & 1:
-                    if v != 1:
-                        raise InvalidValueError("negative header value length", offset=pos)
-                    headers = ((hk, None),)
-                else:
-                    n = pos + (v >> 1)
-                    if n > rec_end:
-                        raise CorruptBatchError("header value overruns its record", offset=pos)
-                    headers = ((hk, data[pos:n]),)
-                    pos = n
-            else:
-                headers, pos = decode_headers(data, pos, rec_end, hc, text, keys)
+            headers, pos = decode_headers(data, pos, rec_end, hc, text, keys)
         if pos != rec_end:
             raise CorruptBatchError(f"record fields end at byte {pos}, its length says {rec_end}", offset=pos)
         r = new(rec_cls)
@@ -334,7 +337,7 @@ def decode_records_v2(
         r.key = key
         r.value = value
         r.headers = headers
-        append(r)
+        out[i] = r
     return out, pos
 
 
@@ -346,6 +349,14 @@ def _as_bytes(obj: object, what: str) -> bytes:
         return memoryview(obj).tobytes()  # type: ignore[arg-type]  # any buffer-protocol object is fine
     except TypeError:
         raise EncodeError(f"{what} must be bytes-like or None, not {type(obj).__name__}") from None
+
+
+def header_key_bytes(key: object) -> bytes:
+    """A header key as written: varint length + UTF-8 bytes."""
+    if type(key) is not str:
+        raise EncodeError(f"header key must be str, not {type(key).__name__}")
+    raw = key.encode("utf-8")
+    return varint_bytes(len(raw)) + raw
 
 
 def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
@@ -388,6 +399,7 @@ def encode_records_v2(
     slow = uvarint_bytes
     fields = record_fields
     join = b"".join
+    header_keys: dict[object, bytes] = {}
     min_ts = max_ts = base_timestamp
     i = -1
     for r in records:
@@ -427,16 +439,42 @@ def encode_records_v2(
                 value = _as_bytes(value, "value")
             z = len(value) << 1
             vb = table[z] if z < limit else slow(z)
-        if headers:
+        if not headers:
+            body = join((b"\x00", tsb, odb, kb, key, vb, value, b"\x00"))
+        elif len(headers) == 1:
+            ((hk, hv),) = headers
+            hkp = header_keys.get(hk)
+            if hkp is None:
+                hkp = header_keys[hk] = header_key_bytes(hk)
+            if hv is None:
+                body = join((b"\x00", tsb, odb, kb, key, vb, value, b"\x02", hkp, b"\x01"))
+            else:
+                if type(hv) is not bytes:
+                    hv = _as_bytes(hv, "header value")
+                z = len(hv) << 1
+                body = join(
+                    (
+                        b"\x00",
+                        tsb,
+                        odb,
+                        kb,
+                        key,
+                        vb,
+                        value,
+                        b"\x02",
+                        hkp,
+                        table[z] if z < limit else slow(z),
+                        hv,
+                    )
+                )
+        else:
             z = len(headers) << 1
             parts = [b"\x00", tsb, odb, kb, key, vb, value, table[z] if z < limit else slow(z)]
             for hk, hv in headers:
-                if type(hk) is not str:
-                    raise EncodeError(f"header key must be str, not {type(hk).__name__}")
-                hkb = hk.encode("utf-8")
-                z = len(hkb) << 1
-                parts.append(table[z] if z < limit else slow(z))
-                parts.append(hkb)
+                hkp = header_keys.get(hk)
+                if hkp is None:
+                    hkp = header_keys[hk] = header_key_bytes(hk)
+                parts.append(hkp)
                 if hv is None:
                     parts.append(b"\x01")
                 else:
@@ -446,8 +484,6 @@ def encode_records_v2(
                     parts.append(table[z] if z < limit else slow(z))
                     parts.append(hv)
             body = join(parts)
-        else:
-            body = join((b"\x00", tsb, odb, kb, key, vb, value, b"\x00"))
         z = len(body) << 1
         out += table[z] if z < limit else slow(z)
         out += body

@@ -111,7 +111,7 @@ def test_short_v2_batch_is_corrupt() -> None:
 
 
 def test_records_beyond_count_or_short_of_it() -> None:
-    data = bytearray(build_batch([(b"k", b"v", (), 1), (b"k", b"w", (), 1)]))
+    data = bytearray(build_batch([(b"k", b"v" * 20, (), 1), (b"k", b"w" * 20, (), 1)]))
     struct.pack_into(">i", data, 57, 1)  # one record declared, two present
     [batch] = list(read_batches(bytes(data), verify_crc=False))
     with pytest.raises(CorruptBatchError, match="left after"):
@@ -119,6 +119,10 @@ def test_records_beyond_count_or_short_of_it() -> None:
     struct.pack_into(">i", data, 57, 3)  # three declared, two present
     [batch] = list(read_batches(bytes(data), verify_crc=False))
     with pytest.raises(CorruptBatchError, match="2 of 3"):
+        batch.records()
+    struct.pack_into(">i", data, 57, 9)  # more than the bytes could ever hold
+    [batch] = list(read_batches(bytes(data), verify_crc=False))
+    with pytest.raises(CorruptBatchError, match="cannot fit"):
         batch.records()
     struct.pack_into(">i", data, 57, -1)
     [batch] = list(read_batches(bytes(data), verify_crc=False))
