@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from zlib import crc32
 
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError, ValueOutOfRangeError
@@ -32,6 +32,29 @@ def text_of_bytes(data: bytes) -> str:
 def text_of_view(data: memoryview) -> str:
     """UTF-8 text of a header key sliced from a ``memoryview``."""
     return str(data, "utf-8")
+
+
+class KeyCache(Protocol):
+    """What the decoders use to remember header key text: a dict, or :class:`NoKeyCache`."""
+
+    def get(self, raw: Any, /) -> str | None: ...
+
+    def __setitem__(self, raw: Any, text: str, /) -> None: ...
+
+
+class NoKeyCache:
+    """A cache that keeps nothing: slices of views over mutable buffers cannot key a dict."""
+
+    __slots__ = ()
+
+    def get(self, raw: object, /) -> None:
+        return None
+
+    def __setitem__(self, raw: object, text: str, /) -> None:
+        pass
+
+
+NO_KEY_CACHE: Final = NoKeyCache()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -121,12 +144,9 @@ def _overrun(v: int, pos: int, end: int) -> CorruptBatchError:
 
 
 def decode_headers(
-    data: B, pos: int, rec_end: int, count: int, text: Callable[[B], str], keys: dict[B, str]
+    data: B, pos: int, rec_end: int, count: int, text: Callable[[B], str], keys: KeyCache
 ) -> tuple[tuple[tuple[str, B | None], ...], int]:
-    """Decode ``count`` record headers ending by ``rec_end``: ``(headers, new_pos)``.
-
-    ``keys`` caches header key text by key bytes (header keys repeat from record to record).
-    """
+    """Decode ``count`` record headers ending by ``rec_end``: ``(headers, new_pos)``."""
     headers: list[tuple[str, B | None]] = []
     for _ in range(count):
         v = data[pos]
@@ -142,7 +162,8 @@ def decode_headers(
         raw = data[pos:n]
         key = keys.get(raw)
         if key is None:
-            key = keys[raw] = text(raw)
+            key = text(raw)
+            keys[raw] = key
         pos = n
         v = data[pos]
         if v < 0x80:
@@ -171,15 +192,17 @@ def decode_records_v2(
     base_timestamp: int,
     log_append_time: int | None,
     text: Callable[[B], str],
+    keys: KeyCache,
 ) -> tuple[list[Record[B]], int]:
     """Decode ``count`` v2 records from ``data[pos:end]``: ``(records, position after the last)``.
 
     Each record must use exactly the bytes its length varint declares. The record timestamp is
     ``log_append_time`` when that is not ``None`` (LogAppendTime batches), otherwise
     ``base_timestamp + timestampDelta``. ``text`` turns a header key slice into ``str``
-    (:func:`text_of_bytes` or :func:`text_of_view`; a memoryview must be read-only, so that its
-    slices can key the header-key cache). The loop never allocates from a declared count: each
-    iteration consumes at least one record's bytes or raises.
+    (:func:`text_of_bytes` or :func:`text_of_view`) and ``keys`` remembers the results (a fresh
+    dict for ``bytes``; :data:`NO_KEY_CACHE` for views, whose slices may not be hashable). The
+    loop never allocates from a declared count: each iteration consumes at least one record's
+    bytes or raises.
     """
     if count * 7 > end - pos:
         raise CorruptBatchError(
@@ -192,7 +215,6 @@ def decode_records_v2(
     slow32 = read_uvarint32
     slow64 = read_uvarint64
     lat = log_append_time is not None
-    keys: dict[B, str] = {}
     for i in range(count):
         if pos >= end:
             raise CorruptBatchError(f"batch ends after {i} of {count} declared records", offset=pos)
@@ -303,7 +325,8 @@ def decode_records_v2(
             raw = data[pos:n]
             hk = keys.get(raw)
             if hk is None:
-                hk = keys[raw] = text(raw)
+                hk = text(raw)
+                keys[raw] = hk
             pos = n
             v = data[pos]
             if v < 0x80:

@@ -11,7 +11,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Final, Generic, cast
 
 from kafka_wire.errors import CorruptBatchError, DecodeError, InvalidValueError
-from kafka_wire.records._hot import decode_records_v2, text_of_bytes, text_of_view
+from kafka_wire.records._hot import NO_KEY_CACHE, KeyCache, decode_records_v2, text_of_bytes, text_of_view
 from kafka_wire.records.compression import decompress
 from kafka_wire.records.config import ReadConfig
 from kafka_wire.records.constants import (
@@ -30,7 +30,7 @@ from kafka_wire.records.crc import crc32c
 from kafka_wire.records.record import B, Record
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_SIZE: Final = struct.Struct(">qi")
@@ -187,6 +187,16 @@ class RecordBatch(Generic[B]):
             return -1
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
+    def sequence_of(self, offset: int) -> int:
+        """The producer sequence of the record at ``offset`` (-1 without a base sequence).
+
+        ``base_sequence + (offset - base_offset)``, wrapping after int32 max as Kafka's
+        ``incrementSequence``.
+        """
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + offset - self.base_offset) & 0x7FFFFFFF
+
     @property
     def size_in_bytes(self) -> int:
         """The whole batch, offset and size fields included."""
@@ -244,6 +254,11 @@ class RecordBatch(Generic[B]):
             data = memoryview(raw) if self._zero_copy else raw
             pos, end, shift = 0, len(raw), None
             note = f"{where} in its decompressed records"
+        text: Callable[[Any], str] = text_of_view
+        keys: KeyCache = NO_KEY_CACHE
+        if type(data) is bytes:
+            text = text_of_bytes
+            keys = {}
         try:
             records, pos = decode_records_v2(
                 cast(Any, data),
@@ -253,7 +268,8 @@ class RecordBatch(Generic[B]):
                 self.base_offset,
                 self.base_timestamp,
                 log_append_time,
-                text_of_bytes if type(data) is bytes else text_of_view,
+                text,
+                keys,
             )
         except DecodeError as e:
             at = self.position if shift is None else e.offset + shift

@@ -29,6 +29,8 @@ _FLG_INDEPENDENT: Final = 0x20
 _FLG_BLOCK_CHECKSUM: Final = 0x10
 _FLG_CONTENT_SIZE: Final = 0x08
 _FLG_CONTENT_CHECKSUM: Final = 0x04
+_FLG_SKIPPED: Final = _FLG_CONTENT_SIZE | _FLG_CONTENT_CHECKSUM
+"""Frame fields Kafka's reader passes over without checking."""
 _FLG_RESERVED: Final = 0x03
 """Bit 1 is reserved; bit 0 (dictionary id) is treated as reserved by Kafka too."""
 _BD_RESERVED: Final = 0x8F
@@ -59,8 +61,8 @@ def lz4_compress(data: BufferLike, *, magic: int, level: int | None = None) -> b
     return frame
 
 
-def _check_frame(view: memoryview, magic: int) -> tuple[int, int]:
-    """Validate the frame header and walk its blocks: ``(checksum byte position, size bound)``.
+def _check_frame(view: memoryview, magic: int) -> tuple[int, int, int]:
+    """Validate the frame header and walk its blocks: ``(checksum byte position, end mark end, bound)``.
 
     The bound is the most the blocks can inflate to (block maximum per compressed block, the
     stored size for uncompressed ones).
@@ -103,18 +105,28 @@ def _check_frame(view: memoryview, magic: int) -> tuple[int, int]:
         bound += size if word & _UNCOMPRESSED_BIT else block_max
     if flg & _FLG_CONTENT_CHECKSUM and n - pos < 4:
         raise InvalidValueError("lz4 frame ends inside its content checksum")
-    return hc_pos, bound
+    return hc_pos, pos, bound
 
 
 def lz4_decompress(data: BufferLike, *, magic: int, max_bytes: int) -> bytes:
-    """Inflate a Kafka lz4 frame, producing at most ``max_bytes``; bytes after the frame are ignored."""
+    """Inflate a Kafka lz4 frame, producing at most ``max_bytes``; bytes after the frame are ignored.
+
+    As Kafka's reader: the content size is skipped, a content checksum is not verified, block
+    checksums are, and magic v0 ignores the header checksum.
+    """
     view = memoryview(data).cast("B")
-    hc_pos, bound = _check_frame(view, magic)
-    frame: BufferLike = view
-    if magic == 0:
-        fixed = bytearray(view)
-        fixed[hc_pos] = header_checksum(fixed[4:hc_pos])
-        frame = fixed
+    hc_pos, blocks_end, bound = _check_frame(view, magic)
+    flg = view[4]
+    frame: BufferLike
+    if magic == 0 or flg & _FLG_SKIPPED:
+        # Kafka skips the content size and does not verify the content checksum (and magic v0
+        # ignores the header checksum): hand lz4 a frame without them, checksummed properly.
+        descriptor = bytes((flg & ~_FLG_SKIPPED, view[5]))
+        frame = b"".join(
+            (LZ4_MAGIC, descriptor, bytes((header_checksum(descriptor),)), view[hc_pos + 1 : blocks_end])
+        )
+    else:
+        frame = view[:blocks_end]
     limit = min(bound, max_bytes) + 1
     try:
         d = lz4.frame.LZ4FrameDecompressor()

@@ -154,6 +154,24 @@ def test_lz4_optional_frame_fields_are_read(options: dict[str, object]) -> None:
     assert decompress(3, frame, magic=2, max_bytes=len(DATA)) == DATA
 
 
+def test_lz4_content_size_and_checksum_are_not_checked_as_kafka() -> None:
+    """Deliberate leniency, as Kafka's reader: content size skipped, content checksum unverified."""
+    sized = bytearray(lz4.frame.compress(DATA, block_linked=False, store_size=True, content_checksum=True))
+    assert sized[4] & 0x0C == 0x0C
+    struct.pack_into("<Q", sized, 6, 12345)  # wrong content size
+    sized[14] = header_checksum(sized[4:14])
+    sized[-1] ^= 0xFF  # wrong content checksum
+    with pytest.raises(RuntimeError):
+        lz4.frame.decompress(bytes(sized))
+    assert decompress(3, bytes(sized), magic=2, max_bytes=len(DATA)) == DATA
+    # block checksums are verified
+    checked = bytearray(lz4.frame.compress(DATA, block_linked=False, block_checksum=True, store_size=False))
+    (size,) = struct.unpack_from("<I", checked, 7)
+    checked[11 + (size & 0x7FFFFFFF)] ^= 0xFF
+    with pytest.raises(InvalidValueError):
+        decompress(3, bytes(checked), magic=2, max_bytes=len(DATA))
+
+
 def _patched(frame: bytes, index: int, value: int) -> bytes:
     out = bytearray(frame)
     out[index] = value

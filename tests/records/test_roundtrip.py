@@ -152,6 +152,7 @@ def test_all_v2_header_fields_settable() -> None:
     assert batch.timestamp_type is TimestampType.LOG_APPEND_TIME and batch.max_timestamp == 5000
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (99, 3, 2**31 - 1)
     assert batch.last_sequence == 8  # wraps after int32 max
+    assert batch.sequence_of(batch.base_offset) == 2**31 - 1 and batch.sequence_of(batch.base_offset + 5) == 4
     assert batch.is_transactional and not batch.is_control
     assert batch.has_delete_horizon and batch.delete_horizon_ms == 4000 == batch.base_timestamp
     assert batch.last_offset_delta == 9 and batch.record_count == 2 and batch.next_offset == (1 << 40) + 10
@@ -180,3 +181,25 @@ def test_empty_v2_batch() -> None:
     )
     [batch] = list(read_batches(data))
     assert batch.record_count == 0 and list(batch) == [] and batch.next_offset == 9
+
+
+def test_record_value_semantics() -> None:
+    record = Record(3, 4, b"k", None, (("h", b"v"),))
+    assert record == Record(3, 4, b"k", None, [("h", b"v")])
+    assert record != Record(3, 4, b"k", b"", (("h", b"v"),)) and record != (3, 4, b"k", None, ())
+    offset, timestamp, key, value, headers = record
+    assert (offset, timestamp, key, value, list(headers)) == (3, 4, b"k", None, [("h", b"v")])
+    assert record.astuple() == (3, 4, b"k", None, (("h", b"v"),))
+    assert "offset=3" in repr(record)
+    with pytest.raises(TypeError):
+        hash(record)
+
+
+def test_zero_copy_over_a_bytearray() -> None:
+    buf = bytearray(build_batch([(b"key", b"value", [("h", b"x")], 1)], compression="none"))
+    [batch] = list(RecordsReader(buf, zero_copy=True))
+    [record] = list(batch)
+    assert (
+        isinstance(record.value, memoryview) and record.value.readonly and record.value.tobytes() == b"value"
+    )
+    assert record.headers[0][0] == "h"
