@@ -48,11 +48,13 @@ def _corpus() -> list[bytes]:
 CORPUS = _corpus()
 
 
-def consume(data: bytes, config: ReadConfig = SMALL_CAP) -> int:
+def consume(data: bytes | bytearray, config: ReadConfig = SMALL_CAP, *, zero_copy: bool = False) -> int:
     """Read everything a reader offers; returns the number of records, or -1 after a DecodeError."""
     n = 0
     try:
-        reader = RecordsReader(data, config)
+        reader: RecordsReader[bytes] | RecordsReader[memoryview] = (
+            RecordsReader(data, config, zero_copy=True) if zero_copy else RecordsReader(data, config)
+        )
         for batch in reader:
             _ = (
                 batch.base_offset,
@@ -114,8 +116,9 @@ def mutated(draw: st.DrawFn) -> bytes:
 @settings(max_examples=EXAMPLES * 10, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutated_batches(data: bytes) -> None:
-    consume(data)
+    n = consume(data)
     consume(data, ReadConfig())
+    assert consume(bytearray(data), zero_copy=True) == n
 
 
 @pytest.mark.parametrize("index", range(len(CORPUS)))

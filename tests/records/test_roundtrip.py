@@ -188,7 +188,7 @@ def test_record_value_semantics() -> None:
     assert record == Record(3, 4, b"k", None, [("h", b"v")])
     assert record != Record(3, 4, b"k", b"", (("h", b"v"),)) and record != (3, 4, b"k", None, ())
     offset, timestamp, key, value, headers = record
-    assert (offset, timestamp, key, value, list(headers)) == (3, 4, b"k", None, [("h", b"v")])
+    assert (offset, timestamp, key, value, headers) == (3, 4, b"k", None, (("h", b"v"),))
     assert record.astuple() == (3, 4, b"k", None, (("h", b"v"),))
     assert "offset=3" in repr(record)
     with pytest.raises(TypeError):
