@@ -577,14 +577,38 @@ def decode_legacy_message(data: B, pos: int, end: int) -> tuple[LegacyMessage, i
     return (offset, crc, magic, attributes, timestamp, key, value, pos), msg_end
 
 
-def legacy_record(data: B, pos: int, end: int) -> Record[B]:
-    """The record of the uncompressed legacy message at ``pos`` (headers are always empty)."""
-    msg = decode_legacy_message(data, pos, end)[0]
+def legacy_record(data: B, key_pos: int, end: int, offset: int, timestamp: int) -> Record[B]:
+    """The record of an uncompressed legacy message whose header the caller has read.
+
+    ``key_pos`` is where the key length sits (18 bytes into a v0 message, 26 into v1) and
+    ``end`` where the message ends; the key and value must fill it exactly.
+    """
+    if end - key_pos < 8:
+        raise CorruptBatchError("legacy message too short for its key and value lengths", offset=key_pos)
+    (klen,) = _I32.unpack_from(data, key_pos)
+    p = key_pos + 4
+    if klen == -1:
+        key = None
+    elif 0 <= klen <= end - p - 4:
+        key = data[p : p + klen]
+        p += klen
+    else:
+        raise CorruptBatchError(f"legacy key length {klen} does not fit its message", offset=key_pos)
+    (vlen,) = _I32.unpack_from(data, p)
+    p += 4
+    if vlen == -1 and p == end:
+        value = None
+    elif vlen == end - p:
+        value = data[p:end]
+    else:
+        raise CorruptBatchError(
+            f"legacy value length {vlen} does not match the {end - p} bytes left in its message", offset=p - 4
+        )
     r: Record[B] = _new_object(Record)
-    r.offset = msg[0]
-    r.timestamp = msg[4]
-    r.key = msg[5]
-    r.value = msg[6]
+    r.offset = offset
+    r.timestamp = timestamp
+    r.key = key
+    r.value = value
     r.headers = EMPTY_HEADERS
     return r
 

@@ -91,7 +91,7 @@ class RecordBatch(Generic[B]):
     record_count: int
 
     def __init__(
-        self, buf: bytes | memoryview, start: int, *, position: int, config: ReadConfig, zero_copy: bool
+        self, buf: bytes | memoryview, start: int, position: int, config: ReadConfig, zero_copy: bool
     ) -> None:
         """Make a view of the batch at ``buf[start:]``; the caller has checked that it is complete.
 

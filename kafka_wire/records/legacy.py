@@ -54,7 +54,8 @@ from kafka_wire.records.record import EMPTY_HEADERS, B, Record
 
 _HEAD: Final = struct.Struct(">qiIbb")
 """offset, size, crc, magic, attributes."""
-_TIMESTAMP: Final = struct.Struct(">q")
+_HEAD_V1: Final = struct.Struct(">qiIbbq")
+"""offset, size, crc, magic, attributes, timestamp (magic 1)."""
 _MSG: Final = "MessageSet"
 
 
@@ -98,7 +99,7 @@ class LegacyBatch(Generic[B]):
     delete_horizon_ms: Final = None
 
     def __init__(
-        self, buf: bytes | memoryview, start: int, *, position: int, config: ReadConfig, zero_copy: bool
+        self, buf: bytes | memoryview, start: int, position: int, config: ReadConfig, zero_copy: bool
     ) -> None:
         """View the complete message at ``buf[start:]``; checks its size and (if enabled) CRC-32."""
         self._buf = buf if isinstance(buf, bytes) or buf.readonly else buf.toreadonly()
@@ -107,19 +108,23 @@ class LegacyBatch(Generic[B]):
         self._zero_copy = zero_copy
         self._inner_summary: tuple[int, int] | None = None
         self.position = position
-        offset, size, crc, magic, attributes = _HEAD.unpack_from(buf, start)
+        if buf[start + 16] == 1 and len(buf) - start >= 26:
+            offset, size, crc, magic, attributes, timestamp = _HEAD_V1.unpack_from(buf, start)
+        else:
+            offset, size, crc, magic, attributes = _HEAD.unpack_from(buf, start)
+            timestamp = NO_TIMESTAMP
         self.last_offset = offset
         self.batch_length = size
         self.crc = crc
         self.magic = magic
         self.attributes = attributes
+        self.timestamp = timestamp
         if size < (RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1):
             raise CorruptBatchError(
                 f"magic v{magic} message size {size} is below its overhead (message offset {offset})",
                 offset=position,
                 message=_MSG,
             )
-        self.timestamp = _TIMESTAMP.unpack_from(buf, start + 18)[0] if magic == 1 else NO_TIMESTAMP
         if config.verify_crc:
             end = start + LOG_OVERHEAD + size
             # small messages: slicing bytes beats making a memoryview
@@ -226,7 +231,15 @@ class LegacyBatch(Generic[B]):
             buf = bytes(buf[start : start + self.batch_length + LOG_OVERHEAD])
             start = 0
         try:
-            return [legacy_record(cast(Any, buf), start, start + self.batch_length + LOG_OVERHEAD)]
+            return [
+                legacy_record(
+                    cast(Any, buf),
+                    start + (18 if self.magic == 0 else 26),
+                    start + self.batch_length + LOG_OVERHEAD,
+                    self.last_offset,
+                    self.timestamp,
+                )
+            ]
         except DecodeError as e:
             raise relocate(
                 e, offset=self.position, note=f"(message offset {self.last_offset})", message=_MSG

@@ -53,7 +53,7 @@ class RecordsReader(Generic[B]):
     ``position`` is where the first incomplete batch starts.
     """
 
-    __slots__ = ("_buf", "_config", "_end", "_zero_copy", "position", "truncated_tail")
+    __slots__ = ("_buf", "_config", "_end", "_max_batch_bytes", "_zero_copy", "position", "truncated_tail")
 
     @overload
     def __init__(
@@ -87,6 +87,7 @@ class RecordsReader(Generic[B]):
         max_decompressed_bytes: int | None = None,
     ) -> None:
         self._config = _config(config, verify_crc, max_decompressed_bytes)
+        self._max_batch_bytes = self._config.max_batch_bytes
         self._zero_copy = zero_copy
         self._buf: bytes | memoryview = (
             buf if type(buf) is bytes and not zero_copy else memoryview(buf).cast("B").toreadonly()
@@ -110,9 +111,9 @@ class RecordsReader(Generic[B]):
             raise CorruptBatchError(
                 f"batch size {size} is below the 14-byte minimum", offset=pos + 8, message="records"
             )
-        if size > self._config.max_batch_bytes:
+        if size > self._max_batch_bytes:
             raise LimitExceededError(
-                f"batch size {size} exceeds the {self._config.max_batch_bytes}-byte cap",
+                f"batch size {size} exceeds the {self._max_batch_bytes}-byte cap",
                 offset=pos + 8,
                 message="records",
             )
@@ -130,9 +131,9 @@ class RecordsReader(Generic[B]):
             raise StopIteration
         batch: RecordBatch[B] | LegacyBatch[B]
         if magic == 2:
-            batch = RecordBatch(buf, pos, position=pos, config=self._config, zero_copy=self._zero_copy)
+            batch = RecordBatch(buf, pos, pos, self._config, self._zero_copy)
         else:
-            batch = LegacyBatch(buf, pos, position=pos, config=self._config, zero_copy=self._zero_copy)
+            batch = LegacyBatch(buf, pos, pos, self._config, self._zero_copy)
         self.position = pos + size + LOG_OVERHEAD
         return batch
 
