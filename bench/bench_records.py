@@ -7,7 +7,8 @@ is derived from a fixed seed. Paths:
 * decode+iterate: read the batch and touch offset, timestamp, key, value and headers of every
   record; the input bytes are the same for all three libraries (built by kafka-python);
 * build: one batch from records already in memory (``build_batch`` for kafka_wire,
-  ``append`` per record then ``build`` for the others).
+  ``append`` per record then ``build`` for the others);
+* the same two paths over 1,000 uncompressed batches of 10 records (per-batch overhead).
 
 Each library runs its own defaults except where stated: gzip at level 9 for everyone (both
 peers hard-code 9), lz4 at level 0 (kafka-python's level) plus an extra row at level 9 (aiokafka's
@@ -92,6 +93,40 @@ def peer_build(builder_cls: type, inp: Inputs, codec: str) -> Callable[[], bytes
         for i in range(len(keys)):
             append(i, timestamp=timestamps[i], key=keys[i], value=values[i], headers=headers[i])
         return bytes(b.build())
+
+    return run
+
+
+def kw_build_small(inp: Inputs, per_batch: int) -> Callable[[], bytes]:
+    records = inp.tuples
+
+    def run() -> bytes:
+        return b"".join(
+            build_batch(records[i : i + per_batch], base_offset=i) for i in range(0, len(records), per_batch)
+        )
+
+    return run
+
+
+def peer_build_small(builder_cls: type, inp: Inputs, per_batch: int) -> Callable[[], bytes]:
+    keys, values, headers, timestamps = inp.keys, inp.values, inp.headers, inp.timestamps
+
+    def run() -> bytes:
+        out = []
+        for start in range(0, len(keys), per_batch):
+            b = builder_cls(
+                magic=2,
+                compression_type=0,
+                is_transactional=0,
+                producer_id=-1,
+                producer_epoch=-1,
+                base_sequence=-1,
+                batch_size=1 << 30,
+            )
+            for i in range(start, min(start + per_batch, len(keys))):
+                b.append(i - start, timestamp=timestamps[i], key=keys[i], value=values[i], headers=headers[i])
+            out.append(bytes(b.build()))
+        return b"".join(out)
 
     return run
 
@@ -216,6 +251,25 @@ def main(argv: list[str] | None = None) -> int:
                 "aio": peer_build(AioBuilder, inp, codec),
             },
         )
+    small = kw_build_small(inp, 10)()
+    if contents(small) != peer_contents(KpMemoryRecords, small):
+        raise SystemExit("kafka-python reads our small batches differently")
+    add(
+        "decode+iterate v2 none, batches of 10",
+        {
+            "kw": kw_decode(small),
+            "kp": peer_decode(KpMemoryRecords, small),
+            "aio": peer_decode(AioMemoryRecords, small),
+        },
+    )
+    add(
+        "build v2 none, batches of 10",
+        {
+            "kw": kw_build_small(inp, 10),
+            "kp": peer_build_small(KpBuilder, inp, 10),
+            "aio": peer_build_small(AioBuilder, inp, 10),
+        },
+    )
     add(
         "build v2 lz4, level 9 (aiokafka's default)",
         {"kw": kw_build(inp, "lz4", 9), "aio": peer_build(AioBuilder, inp, "lz4")},
