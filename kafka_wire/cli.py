@@ -14,6 +14,10 @@ def build_parser() -> argparse.ArgumentParser:
     from kafka_wire import decode_cli
 
     decode_cli.add_parser(sub)
+
+    from kafka_wire.records import dump_log
+
+    dump_log.add_parser(sub)
     return parser
 
 
