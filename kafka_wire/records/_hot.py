@@ -2,7 +2,7 @@
 
 Everything that runs once per record lives here, as plain module-level functions over ``bytes``
 (or a ``memoryview`` for zero-copy reads) with an int cursor, so that a compiled flavour of this
-module can replace it without changing any caller. Callers own framing, CRCs and compression;
+module can replace it without changing any caller. Callers own framing, batch CRCs and compression;
 these functions only walk bytes they were told are one batch's records.
 
 Error contract: these functions raise :class:`CorruptBatchError` / :class:`InvalidValueError`

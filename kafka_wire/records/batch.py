@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
-_OFFSET_SIZE: Final = struct.Struct(">qi")
 """The 61-byte v2 header: base offset .. record count, in wire order."""
+_OFFSET_SIZE: Final = struct.Struct(">qi")
 
 
 def relocate(error: DecodeError, *, offset: int, note: str, message: str) -> DecodeError:
