@@ -32,6 +32,7 @@ regen: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_metadata.py
+	$(PY) bench/bench_records.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
