@@ -115,12 +115,12 @@ class Struct:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in self.__slots_all__())
+        return all(getattr(self, f) == getattr(other, f) for f in self._value_names())
 
     __hash__ = None  # type: ignore[assignment]  # mutable values compare by content
 
     @classmethod
-    def __slots_all__(cls) -> tuple[str, ...]:
+    def _value_names(cls) -> tuple[str, ...]:
         return (*(f.name for f in cls.FIELDS), "unknown_tagged_fields")
 
     def __repr__(self) -> str:
