@@ -165,3 +165,15 @@ class UnsupportedApiError(InvalidValueError):
     def __init__(self, reason: str, *, api_key: int, version: int, correlation_id: int, offset: int = 4) -> None:
         self.correlation_id = correlation_id
         super().__init__(reason, offset=offset, api_key=api_key, version=version, message="request header")
+
+
+class AuthenticationError(ProtocolError):
+    """SASL authentication failed: a wrong password, a bad server proof, a refused mechanism.
+
+    ``error_code`` is the Kafka error code the broker sent (or will send), when there is one.
+    """
+
+    def __init__(self, reason: str, *, error_code: int | None = None) -> None:
+        self.reason = reason
+        self.error_code = error_code
+        super().__init__(reason)
