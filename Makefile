@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint typecheck regen check-generated bench clean
 
-$(STAMP): pyproject.toml
+# Python peers come from the `test` extra; the Node.js peer (kafkajs, for tests/interop) from
+# package-lock.json into ./node_modules.
+$(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	npm ci --no-audit --no-fund
 	touch $(STAMP)
 
 install: $(STAMP)
