@@ -1,0 +1,70 @@
+"""Cutting a byte stream into size-prefixed frames, whatever the chunking.
+
+The 4-byte size is checked against the limit as soon as it is complete, before the body is
+buffered. Consumed bytes are dropped in amortised O(1): the buffer is compacted only once the
+consumed prefix is at least half of it, so no byte is copied more than a constant number of times.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from kafka_wire.errors import InvalidValueError, LimitExceededError
+
+#: Kafka's broker refuses requests over ``socket.request.max.bytes`` (100 MiB by default); we use
+#: the same default for both directions (a client's ``fetch.max.bytes`` default is 50 MiB).
+DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024
+
+_SIZE: Final = struct.Struct(">i")
+
+Buffer = bytes | bytearray | memoryview
+
+
+class FrameReader:
+    """Accumulates received bytes and returns whole frames."""
+
+    __slots__ = ("_buf", "_start", "max_frame_bytes")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._buf = bytearray()
+        self._start = 0
+        #: The largest frame accepted; may be changed between frames (e.g. after authentication).
+        self.max_frame_bytes = max_frame_bytes
+
+    def feed(self, data: Buffer) -> None:
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as a frame."""
+        return len(self._buf) - self._start
+
+    def declared_size(self) -> int | None:
+        """The size of the next frame if its prefix is complete, checked against the limit."""
+        if len(self._buf) - self._start < 4:
+            return None
+        size: int = _SIZE.unpack_from(self._buf, self._start)[0]
+        if size < 0:
+            raise InvalidValueError(f"negative frame size {size}", offset=0)
+        if size > self.max_frame_bytes:
+            raise LimitExceededError(
+                f"frame of {size} bytes is over the {self.max_frame_bytes}-byte limit", offset=0
+            )
+        return size
+
+    def next_frame(self) -> bytes | None:
+        """The next whole frame, size prefix included, or None when more bytes are needed."""
+        size = self.declared_size()
+        if size is None:
+            return None
+        begin = self._start + 4
+        end = begin + size
+        if end > len(self._buf):
+            return None
+        frame = bytes(self._buf[self._start : end])
+        self._start = end
+        if self._start * 2 >= len(self._buf):
+            del self._buf[: self._start]
+            self._start = 0
+        return frame
