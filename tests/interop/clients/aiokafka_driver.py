@@ -1,0 +1,93 @@
+"""aiokafka peer driver; see driver_common for the command line and output."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from driver_common import Args, emit, run
+
+CLIENT = "aiokafka"
+CLIENT_ID = f"kw-interop-{CLIENT}"
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+def _sync(step: Callable[[Args], Awaitable[None]]) -> Callable[[Args], None]:
+    def runner(args: Args) -> None:
+        asyncio.run(asyncio.wait_for(step(args), args.remaining_s))
+
+    return runner
+
+
+async def metadata(args: Args) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+                                request_timeout_ms=_ms(args.remaining_s))
+    await admin.start()
+    try:
+        cluster = await admin.describe_cluster()
+        topics = await admin.list_topics()
+    finally:
+        await admin.close()
+    brokers = [[b["node_id"], b["host"], b["port"]] for b in cluster["brokers"]]
+    emit("metadata", brokers=sorted(brokers), topics=sorted(topics))
+
+
+async def create(args: Args) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+                                request_timeout_ms=_ms(args.remaining_s))
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(args.topic, num_partitions=1, replication_factor=1)])
+    finally:
+        await admin.close()
+    emit("created", topic=args.topic)
+
+
+async def produce(args: Args) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+                                request_timeout_ms=_ms(args.remaining_s))
+    await producer.start()
+    try:
+        metas = [
+            await producer.send_and_wait(args.topic, value=value.encode(), key=f"k{i}".encode())
+            for i, value in enumerate(args.values(CLIENT))
+        ]
+    finally:
+        await producer.stop()
+    emit("produced", topic=args.topic, partition=sorted({m.partition for m in metas}),
+         offsets=[m.offset for m in metas])
+
+
+async def consume(args: Args) -> None:
+    consumer = AIOKafkaConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        group_id=f"kw-interop-{CLIENT}-{args.topic}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        request_timeout_ms=_ms(args.remaining_s),
+    )
+    await consumer.start()
+    values: list[str] = []
+    try:
+        while len(values) < args.count and time.monotonic() < args.deadline:
+            batches = await consumer.getmany(timeout_ms=_ms(min(0.5, args.remaining_s)))
+            for records in batches.values():
+                values.extend(r.value.decode() for r in records)
+    finally:
+        await consumer.stop()
+    emit("consumed", topic=args.topic, values=values)
+
+
+if __name__ == "__main__":
+    run({"metadata": _sync(metadata), "create": _sync(create), "produce": _sync(produce),
+         "consume": _sync(consume)})

@@ -1,0 +1,79 @@
+"""kafka-python peer driver; see driver_common for the command line and output."""
+
+from __future__ import annotations
+
+import time
+
+from driver_common import Args, emit, run
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+CLIENT = "kafka-python"
+CLIENT_ID = f"kw-interop-{CLIENT}"
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+def metadata(args: Args) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+                             request_timeout_ms=_ms(args.remaining_s))
+    try:
+        cluster = admin.describe_cluster()
+        topics = admin.list_topics()
+    finally:
+        admin.close()
+    brokers = [[b["broker_id"], b["host"], b["port"]] for b in cluster["brokers"]]
+    emit("metadata", brokers=sorted(brokers), topics=sorted(topics))
+
+
+def create(args: Args) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+                             request_timeout_ms=_ms(args.remaining_s))
+    try:
+        admin.create_topics({args.topic: {"num_partitions": 1, "replication_factor": 1}})
+    finally:
+        admin.close()
+    emit("created", topic=args.topic)
+
+
+def produce(args: Args) -> None:
+    producer = KafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+                             request_timeout_ms=_ms(args.remaining_s), max_block_ms=_ms(args.remaining_s))
+    try:
+        futures = [
+            producer.send(args.topic, value=value.encode(), key=f"k{i}".encode())
+            for i, value in enumerate(args.values(CLIENT))
+        ]
+        metas = [f.get(timeout=args.remaining_s) for f in futures]
+    finally:
+        producer.close(timeout=1)
+    emit("produced", topic=args.topic, partition=sorted({m.partition for m in metas}),
+         offsets=[m.offset for m in metas])
+
+
+def consume(args: Args) -> None:
+    consumer = KafkaConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        group_id=f"kw-interop-{CLIENT}-{args.topic}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        request_timeout_ms=_ms(args.remaining_s) + 6000,  # must exceed session_timeout_ms
+    )
+    values: list[str] = []
+    try:
+        while len(values) < args.count and time.monotonic() < args.deadline:
+            batches = consumer.poll(timeout_ms=_ms(min(0.5, args.remaining_s)))
+            for records in batches.values():
+                values.extend(r.value.decode() for r in records)
+    finally:
+        consumer.close(autocommit=False)
+    emit("consumed", topic=args.topic, values=values)
+
+
+if __name__ == "__main__":
+    run({"metadata": metadata, "create": create, "produce": produce, "consume": consume})
