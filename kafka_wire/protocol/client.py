@@ -55,6 +55,8 @@ from kafka_wire.protocol.sasl.base import SaslClientMechanism
 _SIZE: Final = struct.Struct(">i")
 _INT16: Final = struct.Struct(">h")
 _MAX_CORRELATION_ID: Final = 0x7FFFFFFF
+#: How many acks=0 requests at the head of the queue are remembered (to drop a stray answer).
+_MAX_NO_RESPONSE_TRACKED: Final = 1024
 
 
 class ClientState(enum.Enum):
@@ -144,6 +146,7 @@ class ClientConfig:
 
 class _Kind(enum.Enum):
     USER = "user"
+    NO_RESPONSE = "no response expected"
     API_VERSIONS = "ApiVersions"
     SASL_HANDSHAKE = "SaslHandshake"
     SASL_AUTHENTICATE = "SaslAuthenticate"
@@ -206,8 +209,12 @@ class ClientConnection:
 
     @property
     def in_flight(self) -> int:
-        """Requests sent and not yet answered (internal ones included)."""
-        return len(self._in_flight)
+        """Requests sent and awaiting a response (internal ones included)."""
+        return sum(1 for f in self._in_flight if f.kind is not _Kind.NO_RESPONSE)
+
+    def pending_contexts(self) -> list[object]:
+        """The ``context`` of every request still awaiting its response, oldest first."""
+        return [f.context for f in self._in_flight if f.kind is _Kind.USER]
 
     def _move(self, move: ClientInput) -> None:
         try:
@@ -274,8 +281,11 @@ class ClientConnection:
         assert request.API_KEY is not None  # checked by encode_request
         self._out += frame
         self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
-        if expects_response(request):
-            self._in_flight.append(_InFlight(kind, correlation_id, request.API_KEY, api_version, request, context))
+        if not expects_response(request):
+            kind = _Kind.NO_RESPONSE  # tracked only to tolerate brokers that answer anyway
+        self._in_flight.append(_InFlight(kind, correlation_id, request.API_KEY, api_version, request, context))
+        while len(self._in_flight) > _MAX_NO_RESPONSE_TRACKED and self._in_flight[0].kind is _Kind.NO_RESPONSE:
+            self._in_flight.popleft()
 
     def _send_api_versions(self, api_version: int) -> None:
         request = ApiVersionsRequest(
@@ -360,15 +370,22 @@ class ClientConnection:
         return tuple(f.request for f in self._in_flight if f.kind is _Kind.USER and f.request is not None)
 
     def _handle_frame(self, frame: bytes) -> ClientEvent | None:
-        if not self._in_flight:
-            raise RemoteProtocolError(f"unsolicited response of {len(frame) - 4} bytes: no request is in flight")
-        pending = self._in_flight[0]
-        if pending.kind is _Kind.SASL_RAW:
-            self._in_flight.popleft()
+        in_flight = self._in_flight
+        if in_flight and in_flight[0].kind is _Kind.SASL_RAW:
+            in_flight.popleft()
             return self._on_sasl_token(frame[4:])
         if len(frame) < 8:
             raise RemoteProtocolError(f"response of {len(frame) - 4} bytes has no correlation id")
         (correlation_id,) = _SIZE.unpack_from(frame, 4)
+        while in_flight and in_flight[0].kind is _Kind.NO_RESPONSE:
+            if in_flight.popleft().correlation_id == correlation_id:
+                # Leniency: some brokers (Tansu) answer Produce with acks=0; Kafka never does. Drop it.
+                return None
+        if not in_flight:
+            raise RemoteProtocolError(
+                f"unsolicited response (correlation id {correlation_id}): no request is in flight"
+            )
+        pending = in_flight[0]
         if correlation_id != pending.correlation_id:
             raise RemoteProtocolError(
                 f"response correlation id {correlation_id} does not match the oldest request in flight "

@@ -1,0 +1,294 @@
+"""asyncio adapters: a client and a server built on the Sans-IO connections.
+
+This module (with the rest of ``kafka_wire.adapters``) is where sockets live. The client runs one
+``ClientConnection`` over a stream: ``connect`` negotiates versions (and authenticates), then
+``request`` may be called concurrently; requests are pipelined and each awaits its own response.
+The server runs one ``ServerConnection`` per accepted stream and calls a handler per request;
+handlers run concurrently and responses still leave in request order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Final, Self
+
+from kafka_wire.codec.runtime import Message
+from kafka_wire.errors import KafkaWireError, LocalProtocolError, ProtocolError
+from kafka_wire.protocol.client import ClientConfig, ClientConnection, ClientState
+from kafka_wire.protocol.events import (
+    NEED_DATA,
+    Authenticated,
+    AuthenticationFailed,
+    ConnectionClosed,
+    Request,
+    Response,
+    UnsupportedRequest,
+    VersionsNegotiated,
+    expects_response,
+)
+from kafka_wire.protocol.sasl.base import SaslClientMechanism
+from kafka_wire.protocol.server import ServerConfig, ServerConnection, ServerSasl
+
+_READ_CHUNK: Final = 256 * 1024
+_log = logging.getLogger("kafka_wire.adapters.asyncio")
+
+
+class KafkaClient:
+    """One connection to a broker. Create it with :meth:`connect`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ClientConnection) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._conn = conn
+        self._failure: BaseException | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._handshake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.negotiated: VersionsNegotiated | None = None
+        self.authenticated: Authenticated | None = None
+
+    @classmethod
+    async def connect(
+        cls,
+        host: str,
+        port: int,
+        *,
+        config: ClientConfig | None = None,
+        sasl: SaslClientMechanism | None = None,
+        timeout_ms: int = 30_000,
+    ) -> KafkaClient:
+        """Open a connection, run the ApiVersions exchange and SASL (when given), and return."""
+        conn = ClientConnection(config, sasl=sasl)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_ms / 1000)
+        client = cls(reader, writer, conn)
+        client._write(conn.data_to_send())
+        client._pump = asyncio.create_task(client._read_loop())
+        if conn.config.negotiate or sasl is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(client._handshake), timeout_ms / 1000)
+            except BaseException:
+                await client.close()
+                raise
+        return client
+
+    @property
+    def connection(self) -> ClientConnection:
+        return self._conn
+
+    @property
+    def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        return self._conn.api_versions
+
+    def _write(self, data: bytes) -> None:
+        if data:
+            self._writer.write(data)
+
+    async def request(self, body: Message, version: int | None = None, *, timeout_ms: int = 30_000) -> Response:
+        """Send ``body`` and await its response (a Produce with acks=0 has none: use :meth:`send_only`)."""
+        if not expects_response(body):
+            raise LocalProtocolError("this request gets no response; use send_only")
+        self._raise_failure()
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._write(self._conn.send(body, version, context=future))
+        await self._writer.drain()
+        return await asyncio.wait_for(future, timeout_ms / 1000)
+
+    async def send_only(self, body: Message, version: int | None = None) -> None:
+        """Send a request that gets no response (Produce with acks=0)."""
+        self._raise_failure()
+        self._write(self._conn.send(body, version))
+        await self._writer.drain()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise ConnectionError(f"connection failed: {self._failure}") from self._failure
+
+    async def _read_loop(self) -> None:
+        conn = self._conn
+        try:
+            while True:
+                event = conn.next_event()
+                if event is NEED_DATA:
+                    self._write(conn.data_to_send())  # e.g. an ApiVersions retry or a SASL token
+                    data = await self._reader.read(_READ_CHUNK)
+                    if data:
+                        conn.receive_data(data)
+                    else:
+                        conn.receive_eof()
+                    continue
+                self._write(conn.data_to_send())
+                if isinstance(event, Response):
+                    future = event.context
+                    if isinstance(future, asyncio.Future) and not future.done():
+                        future.set_result(event)
+                elif isinstance(event, VersionsNegotiated):
+                    self.negotiated = event
+                    if conn.state is ClientState.READY:
+                        self._handshake.set_result(None)
+                elif isinstance(event, Authenticated):
+                    self.authenticated = event
+                    self._handshake.set_result(None)
+                elif isinstance(event, ConnectionClosed):
+                    raise ConnectionError(f"the broker closed the connection ({len(event.unanswered)} unanswered)")
+        except (KafkaWireError, OSError, ConnectionError) as exc:
+            self._fail(exc)
+        except asyncio.CancelledError:
+            self._fail(ConnectionError("connection closed"))
+            raise
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failure = exc
+        if not self._handshake.done():
+            self._handshake.set_exception(exc)
+            self._handshake.exception()  # retrieved here: connect() may have stopped waiting
+        for future in self._pending_futures():
+            if not future.done():
+                future.set_exception(ConnectionError(f"connection failed: {exc}"))
+
+    def _pending_futures(self) -> list[asyncio.Future[Response]]:
+        return [f for f in self._conn.pending_contexts() if isinstance(f, asyncio.Future)]
+
+    async def close(self) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await self._pump
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+        if not self._handshake.done():
+            self._handshake.cancel()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+#: A server handler: the request (and the connection's peer address) in, the response body out,
+#: or None for requests that get no response.
+Handler = Callable[[Request, tuple[str, int]], Awaitable[Message | None]]
+
+
+class KafkaServer:
+    """A TCP server on 127.0.0.1 (or ``host``) running one ServerConnection per client."""
+
+    def __init__(self, handler: Handler, *, config: ServerConfig | None = None, sasl: ServerSasl | None = None) -> None:
+        self._handler = handler
+        self._config = config
+        self._sasl = sasl
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> Self:
+        self._server = await asyncio.start_server(self._serve, host, port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for task in list(self._connections):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername") or ("", 0)
+        conn = ServerConnection(self._config, sasl=self._sasl)
+        handlers: set[asyncio.Task[None]] = set()
+        try:
+            await self._serve_connection(conn, reader, writer, (peer[0], peer[1]), handlers)
+        except (ProtocolError, OSError) as exc:
+            _log.info("closing connection from %s: %s", peer, exc)
+        except asyncio.CancelledError:
+            pass  # close() ends connections; finishing normally keeps asyncio's stream callback quiet
+        finally:
+            for handler in handlers:
+                handler.cancel()
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def _serve_connection(
+        self,
+        conn: ServerConnection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        peer: tuple[str, int],
+        handlers: set[asyncio.Task[None]],
+    ) -> None:
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                writer.write(conn.data_to_send())
+                await writer.drain()
+                data = await reader.read(_READ_CHUNK)
+                if data:
+                    conn.receive_data(data)
+                else:
+                    conn.receive_eof()
+                continue
+            if isinstance(event, Request):
+                handler = asyncio.create_task(self._answer(conn, writer, event, peer))
+                handlers.add(handler)
+                handler.add_done_callback(handlers.discard)
+            elif isinstance(event, UnsupportedRequest):
+                writer.write(conn.reject(event))
+            elif isinstance(event, Authenticated):
+                _log.info("%s authenticated as %r with %s", peer, event.principal, event.mechanism)
+            elif isinstance(event, AuthenticationFailed):
+                _log.info("%s failed to authenticate: %s", peer, event.reason)
+            if conn.must_close or isinstance(event, ConnectionClosed):
+                writer.write(conn.data_to_send())
+                await writer.drain()
+                return
+
+    async def _answer(
+        self, conn: ServerConnection, writer: asyncio.StreamWriter, request: Request, peer: tuple[str, int]
+    ) -> None:
+        try:
+            body = await self._handler(request, peer)
+            if body is not None and request.expects_response:
+                writer.write(conn.send(request.reply(body)))
+                await writer.drain()
+        except (KafkaWireError, OSError) as exc:
+            _log.warning("handler for %s from %s failed: %s", type(request.body).__name__, peer, exc)
+            writer.close()
+        except Exception:
+            _log.exception("handler for %s from %s raised; closing the connection", type(request.body).__name__, peer)
+            writer.close()
+
+
+async def serve(
+    handler: Handler,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    config: ServerConfig | None = None,
+    sasl: ServerSasl | None = None,
+) -> KafkaServer:
+    """Start a :class:`KafkaServer`; ``port=0`` picks a free port (read it from ``.port``)."""
+    return await KafkaServer(handler, config=config, sasl=sasl).start(host, port)
