@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -70,12 +72,24 @@ def run(step_functions: dict[str, Callable[[Args], None]]) -> None:
     # The peers' own warnings (kafka-python's import-time DeprecationWarning) are noise here.
     warnings.simplefilter("ignore")
     args = parse_args()
+    # A client stuck past its own timeouts (retrying, or waiting on a request never answered) must
+    # not hold the test up: report it and leave without waiting for the client's threads.
+    watchdog = threading.Timer(args.timeout_s + 1.0, _give_up, args=(args.timeout_s,))
+    watchdog.daemon = True
+    watchdog.start()
     for step in args.steps:
         try:
             step_functions[step](args)
         except Exception as exc:
             emit("error", step=step, message=f"{type(exc).__name__}: {exc}")
             traceback.print_exc(file=sys.stderr)
+            sys.stdout.flush()
             sys.stderr.flush()
-            sys.exit(1)
+            os._exit(1)  # without waiting for the client's threads and event loops to wind down
+    watchdog.cancel()
     emit("done")
+
+
+def _give_up(timeout_s: float) -> None:
+    emit("error", step="watchdog", message=f"gave up after {timeout_s} s")
+    os._exit(1)

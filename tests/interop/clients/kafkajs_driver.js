@@ -130,6 +130,11 @@ async function consume(args) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const functions = { metadata, create, produce, consume };
+  // A client stuck past its own timeouts must not hold the test up.
+  setTimeout(() => {
+    emit('error', { step: 'watchdog', message: `gave up after ${args.timeoutS} s` });
+    process.exit(1);
+  }, args.timeoutS * 1000 + 1000).unref();
   for (const step of args.steps) {
     try {
       await functions[step](args);
