@@ -186,6 +186,10 @@ class ServerConnection:
     def __init__(self, config: ServerConfig | None = None, *, sasl: ServerSasl | None = None) -> None:
         self.config = config = config or ServerConfig()
         self._versions = dict(config.api_versions) if config.api_versions is not None else all_api_versions()
+        if sasl is not None:  # the gate needs its two APIs whatever the table says
+            for api in (SaslHandshakeRequest, SaslAuthenticateRequest):
+                assert api.API_KEY is not None
+                self._versions.setdefault(api.API_KEY, (min(api.VERSIONS), max(api.VERSIONS)))
         self._sasl = sasl
         self._mechanism: SaslServerMechanism | None = None
         self._mechanism_name = ""
