@@ -17,9 +17,9 @@ $(STAMP): pyproject.toml package.json package-lock.json
 
 install: $(STAMP)
 
-# The main job: decode the bundled sample frames and print them as JSON.
+# The main job (until the broker lands): decode the reference captures of real clients to JSON.
 run: $(STAMP)
-	$(VENV)/bin/kafka-wire decode --hex tests/golden/*.hex
+	$(VENV)/bin/kafka-wire decode --hex ../shared/reference/captures/*.hex
 
 # The whole test suite: generated code up to date, lint, types, tests.
 test: $(STAMP)
@@ -32,6 +32,7 @@ test: $(STAMP)
 regen: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer
 	$(PY) -m kafka_wire.codegen
+	$(PY) -m kafka_wire.protocol.diagrams
 
 bench: $(STAMP)
 	$(PY) bench/bench_metadata.py
