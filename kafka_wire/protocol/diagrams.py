@@ -9,14 +9,17 @@ import enum
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from kafka_wire.protocol.client import CLIENT_TRANSITIONS
 from kafka_wire.protocol.server import SERVER_TRANSITIONS
 
 DOC = Path("docs") / "connection-states.md"
+S = TypeVar("S", bound=enum.Enum)
+In = TypeVar("In", bound=enum.Enum)
 
 
-def mermaid(table: Mapping[tuple[enum.Enum, enum.Enum], enum.Enum]) -> str:
+def mermaid(table: Mapping[tuple[S, In], S]) -> str:
     """A Mermaid state diagram: one arrow per (from, to) pair, labelled with its inputs."""
     arrows: dict[tuple[str, str], list[str]] = {}
     for (state, move), target in table.items():
