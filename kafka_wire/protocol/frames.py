@@ -33,6 +33,11 @@ class FrameReader:
         self.max_frame_bytes = max_frame_bytes
 
     def feed(self, data: Buffer) -> None:
+        """Keep ``data``; once a frame's size is known to be bad, nothing more is kept."""
+        if self.buffered >= 4:
+            size = _SIZE.unpack_from(self._buf, self._start)[0]
+            if not 0 <= size <= self.max_frame_bytes:
+                return  # next_frame() raises for it; do not grow the buffer meanwhile
         self._buf += data
 
     @property

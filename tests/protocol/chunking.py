@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol import NEED_DATA
@@ -23,6 +23,9 @@ class Connection(Protocol):
     def receive_eof(self) -> None: ...
     def next_event(self) -> object: ...
     def data_to_send(self) -> bytes: ...
+
+
+C = TypeVar("C", bound=Connection)
 
 
 def split(data: bytes, how: str, seed: int = 0) -> list[bytes]:
@@ -75,3 +78,13 @@ def outcome(
     for run in runs[1:]:
         assert run == first
     return first
+
+
+def fed(make: Callable[[], C], data: bytes, *, seeds: tuple[int, ...] = (0, 1, 2)) -> list[tuple[C, list[object]]]:
+    """A fresh connection per chunking, each fed ``data`` and drained: (connection, events)."""
+    runs: list[tuple[C, list[object]]] = []
+    for how in CHUNKINGS:
+        for seed in seeds if how == "random" else (0,):
+            conn = make()
+            runs.append((conn, drive(conn, data, how, seed=seed)))
+    return runs

@@ -231,12 +231,15 @@ def test_undecodable_body_is_a_remote_error_caused_by_a_decode_error() -> None:
 
 
 def test_strict_mode_refuses_trailing_bytes() -> None:
-    conn = ClientConnection(ClientConfig(negotiate=False, strict=True))
-    conn.send(MetadataRequest(), 9)
+    def make() -> ClientConnection:
+        conn = ClientConnection(ClientConfig(negotiate=False, strict=True))
+        conn.send(MetadataRequest(), 9)
+        return conn
+
     frame = answer(0, MetadataResponse(), 9)
-    conn.receive_data(struct.pack(">i", len(frame) - 4 + 1) + frame[4:] + b"\x00")
-    with pytest.raises(RemoteProtocolError, match="1 bytes left after the body"):
-        conn.next_event()
+    events, _ = outcome(make, struct.pack(">i", len(frame) - 4 + 1) + frame[4:] + b"\x00")
+    [(kind, message)] = events  # type: ignore[misc]  # a (type, str) pair
+    assert kind is RemoteProtocolError and "1 bytes left after the body" in message
 
 
 def test_eof_reports_unanswered_requests() -> None:
@@ -302,3 +305,13 @@ def test_receive_data_after_eof_is_a_local_error() -> None:
 def test_config_is_validated(config: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         ClientConfig(**config)  # type: ignore[arg-type]  # deliberately bad values
+
+
+def test_bytes_after_an_oversized_size_prefix_are_not_buffered() -> None:
+    conn = ClientConnection(ClientConfig(negotiate=False, max_frame_bytes=1000))
+    conn.receive_data(struct.pack(">i", 10**8))
+    for _ in range(100):
+        conn.receive_data(b"\x00" * 10_000)
+    assert conn._reader.buffered == 4
+    with pytest.raises(RemoteProtocolError, match="over the 1000-byte limit"):
+        conn.next_event()

@@ -34,7 +34,7 @@ from kafka_wire.protocol import (
     api_versions_response,
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
-from tests.protocol.chunking import outcome
+from tests.protocol.chunking import fed, outcome
 
 VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9), ApiKey.FETCH: (4, 12)}
 
@@ -81,13 +81,16 @@ def test_trailing_bytes_are_kept_as_kafka_accepts_them() -> None:
 
 
 def test_responses_leave_in_request_order_whatever_order_they_are_sent_in() -> None:
-    conn = server()
-    conn.receive_data(request(MetadataRequest(), 9, 10) + request(MetadataRequest(), 9, 11) + request(MetadataRequest(), 1, 12))
-    first, second, third = conn.next_event(), conn.next_event(), conn.next_event()
-    assert isinstance(first, Request) and isinstance(second, Request) and isinstance(third, Request)
-    assert conn.send(third.reply(MetadataResponse(cluster_id="3"))) == b""
-    assert conn.send(second.reply(MetadataResponse(cluster_id="2"))) == b""
-    out = conn.send(first.reply(MetadataResponse(cluster_id="1")))
+    data = request(MetadataRequest(), 9, 10) + request(MetadataRequest(), 9, 11) + request(MetadataRequest(), 1, 12)
+    outputs = []
+    for conn, events in fed(server, data):
+        first, second, third = events
+        assert isinstance(first, Request) and isinstance(second, Request) and isinstance(third, Request)
+        assert conn.send(third.reply(MetadataResponse(cluster_id="3"))) == b""
+        assert conn.send(second.reply(MetadataResponse(cluster_id="2"))) == b""
+        outputs.append(conn.send(first.reply(MetadataResponse(cluster_id="1"))))
+    out = outputs[0]
+    assert all(o == out for o in outputs)
     frames, pos = [], 0
     while pos < len(out):
         (size,) = struct.unpack_from(">i", out, pos)
