@@ -573,6 +573,8 @@ def test_bad_arguments_are_value_errors() -> None:
     for ext in ({"r": "x"}, {"to-ken": "x"}, {"tokenauth": ""}, {"tokenauth": "a,b"}):
         with pytest.raises(ValueError, match="extension"):
             ScramClient(SHA256, "u", "p", "n", extensions=ext)
+    with pytest.raises(ValueError, match="min_iterations must be positive"):
+        ScramServer(SHA256, lambda n: None, "n", min_iterations=0)
     with pytest.raises(ValueError, match="fake_salt_key"):
         ScramServer(SHA256, lambda n: None, "n", fake_salt_key=b"")
     with pytest.raises(ValueError, match="at least 4096 iterations"):

@@ -419,6 +419,8 @@ class ScramServer:
         self.mechanism = _mechanism(mechanism)
         self.name: str = self.mechanism.value
         _check_nonce(nonce, "server")
+        if min_iterations < 1:
+            raise ValueError(f"min_iterations must be positive, got {min_iterations}")
         if fake_salt_key is not None and not fake_salt_key:
             raise ValueError("fake_salt_key must be a non-empty secret (or None)")
         self._lookup = lookup
