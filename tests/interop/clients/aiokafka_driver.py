@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from driver_common import Args, emit, run
+from driver_common import Args, emit, run, text
 
 CLIENT = "aiokafka"
 CLIENT_ID = f"kw-interop-{CLIENT}"
@@ -43,25 +44,30 @@ async def create(args: Args) -> None:
                                 request_timeout_ms=_ms(args.remaining_s))
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(args.topic, num_partitions=1, replication_factor=1)])
+        await admin.create_topics([NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1)])
     finally:
         await admin.close()
     emit("created", topic=args.topic)
 
 
 async def produce(args: Args) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+    compression = None if args.compression == "none" else args.compression
+    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
                                 request_timeout_ms=_ms(args.remaining_s))
     await producer.start()
     try:
-        metas = [
-            await producer.send_and_wait(args.topic, value=value.encode(), key=f"k{i}".encode())
+        # send() queues into per-partition batches (so compression sees many records a batch);
+        # awaiting each returned future afterwards gives the offsets in send order.
+        futures = [
+            await producer.send(args.topic, value=value.encode(), key=f"k{i}".encode(),
+                                headers=args.record_headers(CLIENT, i), partition=args.partition_of(i))
             for i, value in enumerate(args.values(CLIENT))
         ]
+        metas = [await f for f in futures]
     finally:
         await producer.stop()
     emit("produced", topic=args.topic, partition=sorted({m.partition for m in metas}),
-         offsets=[m.offset for m in metas])
+         offsets=[m.offset for m in metas], records=[[m.partition, m.offset] for m in metas])
 
 
 async def consume(args: Args) -> None:
@@ -69,7 +75,7 @@ async def consume(args: Args) -> None:
         args.topic,
         bootstrap_servers=args.bootstrap,
         client_id=CLIENT_ID,
-        group_id=f"kw-interop-{CLIENT}-{args.topic}",
+        group_id=args.group_id(CLIENT),
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         session_timeout_ms=6000,
@@ -77,15 +83,16 @@ async def consume(args: Args) -> None:
         request_timeout_ms=_ms(args.remaining_s),
     )
     await consumer.start()
-    values: list[str] = []
+    got: list[list[Any]] = []
     try:
-        while len(values) < args.count and time.monotonic() < args.deadline:
+        while len(got) < args.count and time.monotonic() < args.deadline:
             batches = await consumer.getmany(timeout_ms=_ms(min(0.5, args.remaining_s)))
             for records in batches.values():
-                values.extend(r.value.decode() for r in records)
+                got.extend([r.partition, r.offset, text(r.key), text(r.value), [[k, text(v)] for k, v in r.headers]]
+                           for r in records)
     finally:
         await consumer.stop()
-    emit("consumed", topic=args.topic, values=values)
+    emit("consumed", topic=args.topic, values=[r[3] for r in got], records=got)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from driver_common import Args, emit, run
+from driver_common import Args, emit, run, text
 
 CLIENT = "confluent"
 
@@ -21,6 +23,19 @@ def _config(args: Args, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _consumer_config(args: Args) -> dict[str, Any]:
+    return _config(
+        args,
+        **{
+            "group.id": args.group_id(CLIENT),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 1000,
+        },
+    )
+
+
 def metadata(args: Args) -> None:
     md = AdminClient(_config(args)).list_topics(timeout=args.remaining_s)
     brokers = [[b.id, b.host, b.port] for b in md.brokers.values()]
@@ -30,50 +45,53 @@ def metadata(args: Args) -> None:
 def create(args: Args) -> None:
     admin = AdminClient(_config(args))  # keep a reference: the futures fail once the handle is collected
     futures = admin.create_topics(
-        [NewTopic(args.topic, num_partitions=1, replication_factor=1)], request_timeout=args.remaining_s
+        [NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1)],
+        request_timeout=args.remaining_s,
     )
     futures[args.topic].result(timeout=args.remaining_s)
     emit("created", topic=args.topic)
 
 
 def produce(args: Args) -> None:
-    producer = Producer(_config(args, **{"message.timeout.ms": int(args.remaining_s * 1000)}))
-    offsets: list[int] = []
-    partitions: set[int] = set()
+    producer = Producer(_config(args, **{"message.timeout.ms": int(args.remaining_s * 1000),
+                                         "compression.type": args.compression}))
+    sent: dict[int, tuple[int, int]] = {}
     errors: list[str] = []
 
-    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             errors.append(str(err))
         else:
-            offsets.append(msg.offset())
-            partitions.add(msg.partition())
+            sent[int(msg.key()[1:])] = (msg.partition(), msg.offset())  # key b"k<i>"
 
     for i, value in enumerate(args.values(CLIENT)):
-        producer.produce(args.topic, value=value.encode(), key=f"k{i}".encode(), on_delivery=on_delivery)
+        options: dict[str, Any] = {}
+        partition = args.partition_of(i)
+        if partition is not None:
+            options["partition"] = partition
+        if args.headers:
+            options["headers"] = args.record_headers(CLIENT, i)
+        producer.produce(args.topic, value=value.encode(), key=f"k{i}".encode(), on_delivery=on_delivery,
+                         **options)
+        producer.poll(0)
     left = producer.flush(args.remaining_s)
     if errors or left:
         raise RuntimeError(f"delivery failed: errors={errors} undelivered={left}")
-    emit("produced", topic=args.topic, partition=sorted(partitions), offsets=offsets)
+    records = [list(sent[i]) for i in sorted(sent)]
+    emit("produced", topic=args.topic, partition=sorted({p for p, _ in records}),
+         offsets=[o for _, o in records], records=records)
+
+
+def _headers(msg: Message) -> list[list[str | None]]:
+    return [[k, text(v)] for k, v in (msg.headers() or [])]
 
 
 def consume(args: Args) -> None:
-    consumer = Consumer(
-        _config(
-            args,
-            **{
-                "group.id": f"kw-interop-{CLIENT}-{args.topic}",
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 1000,
-            },
-        )
-    )
-    values: list[str] = []
+    consumer = Consumer(_consumer_config(args))
+    records: list[list[Any]] = []
     try:
         consumer.subscribe([args.topic])
-        while len(values) < args.count and time.monotonic() < args.deadline:
+        while len(records) < args.count and time.monotonic() < args.deadline:
             msg = consumer.poll(min(0.5, args.remaining_s))
             if msg is None:
                 continue
@@ -81,11 +99,53 @@ def consume(args: Args) -> None:
                 if msg.error().code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaException(msg.error())
-            values.append(msg.value().decode())
+            records.append([msg.partition(), msg.offset(), text(msg.key()), text(msg.value()), _headers(msg)])
     finally:
         consumer.close()
-    emit("consumed", topic=args.topic, values=values)
+    emit("consumed", topic=args.topic, values=[r[3] for r in records], records=records)
+
+
+def group(args: Args) -> None:
+    """A group member that commits synchronously after each batch, until SIGTERM or the deadline."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+
+    def on_assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        emit("assigned", partitions=sorted(p.partition for p in partitions), t=time.monotonic())
+
+    consumer = Consumer(_consumer_config(args))
+    consumer.subscribe([args.topic], on_assign=on_assign)
+    try:
+        while not stop.is_set() and time.monotonic() < args.deadline:
+            batch = consumer.consume(num_messages=args.batch, timeout=min(0.2, args.remaining_s))
+            t = time.monotonic()
+            good = []
+            for msg in batch:
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(msg.error())
+                good.append(msg)
+            if not good:
+                continue
+            emit("processed", records=[[m.partition(), m.offset(), text(m.value())] for m in good], t=t)
+            next_offsets: dict[int, int] = {}
+            for m in good:
+                next_offsets[m.partition()] = max(next_offsets.get(m.partition(), 0), m.offset() + 1)
+            offsets = [TopicPartition(args.topic, p, o) for p, o in sorted(next_offsets.items())]
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:
+                # E.g. the group rebalanced meanwhile: the batch stays uncommitted, and the
+                # partition's next owner processes it again, which at-least-once allows.
+                emit("commit_failed", offsets=sorted([p, o] for p, o in next_offsets.items()),
+                     message=str(exc), t=time.monotonic())
+                continue
+            emit("committed", offsets=sorted([p, o] for p, o in next_offsets.items()), t=time.monotonic())
+    finally:
+        consumer.close()  # leaves the group
+    emit("closed", t=time.monotonic())
 
 
 if __name__ == "__main__":
-    run({"metadata": metadata, "create": create, "produce": produce, "consume": consume})
+    run({"metadata": metadata, "create": create, "produce": produce, "consume": consume, "group": group})

@@ -1,17 +1,42 @@
 """Shared command line and output format of the Python peer drivers.
 
-A driver is run as ``python DRIVER BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]``, where
-STEPS is a comma-separated list of ``metadata``, ``create``, ``produce`` and ``consume``. It performs
-the steps in order with a real Kafka client and prints one JSON object a line on stdout:
+A driver is run as ``python DRIVER BOOTSTRAP STEPS [OPTIONS]``, where STEPS is a comma-separated
+list of ``metadata``, ``create``, ``produce``, ``consume`` and ``group``. It performs the steps in
+order with a real Kafka client and prints one JSON object a line on stdout:
 
     {"event": "metadata", "brokers": [[id, host, port], ...], "topics": [...]}
     {"event": "created", "topic": T}
-    {"event": "produced", "topic": T, "partition": P, "offsets": [...]}
-    {"event": "consumed", "topic": T, "values": [...]}
+    {"event": "produced", "topic": T, "partition": [P, ...], "offsets": [...],
+     "records": [[partition, offset], ...]}                   (in the order the records were sent)
+    {"event": "consumed", "topic": T, "values": [...],
+     "records": [[partition, offset, key, value, [[header, value], ...]], ...]}
     {"event": "error", "step": STEP, "message": "..."}       (then exit status 1)
     {"event": "done"}                                         (then exit status 0)
 
-Produced values are ``"<client>-<i>"`` with keys ``"k<i>"``. The JS driver speaks the same format.
+Options: ``--topic T`` (default ``interop``), ``--count N`` records to produce or to wait for (3),
+``--timeout-s S`` for all the steps (10), ``--partitions P`` for ``create``, and for ``produce``,
+which then sends record i to partition i % P (with P = 1 it names no partition and lets the client
+choose), ``--compression C`` (none, gzip, snappy, lz4, zstd) for ``produce``, ``--headers`` to
+give each record the headers ``i`` = i and ``client`` = the client's name, ``--value-size B`` to
+pad each value to B bytes (compressible text), and ``--group G`` for the consumer group (default
+``kw-interop-<client>-<topic>``).
+
+Produced values are ``"<client>-<i>"`` (padded with ``--value-size``) with keys ``"k<i>"``. Keys,
+values and header values are printed as text (they are ASCII). The JS and Java drivers speak the
+same format.
+
+``group`` is a long-lived group member (confluent-kafka and Java drivers only): it subscribes with
+``--group``, and until SIGTERM (or the timeout) polls batches of at most ``--batch`` records,
+printing each batch, then commits the batch's offsets synchronously and prints the commit:
+
+    {"event": "assigned", "partitions": [...], "t": T}       (after every rebalance)
+    {"event": "processed", "records": [[partition, offset, value], ...], "t": T}
+    {"event": "committed", "offsets": [[partition, next_offset], ...], "t": T}
+    {"event": "commit_failed", "offsets": [...], "message": "...", "t": T}   (batch left uncommitted)
+    {"event": "closed", "t": T}                               (after a clean close on SIGTERM)
+
+``t`` is ``time.monotonic()`` seconds (CLOCK_MONOTONIC, shared by every process on the machine),
+taken when the batch was returned by the client or after the commit returned.
 """
 
 from __future__ import annotations
@@ -28,7 +53,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-STEPS = ("metadata", "create", "produce", "consume")
+STEPS = ("metadata", "create", "produce", "consume", "group")
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 @dataclass(frozen=True)
@@ -39,13 +65,41 @@ class Args:
     count: int
     timeout_s: float
     deadline: float  # time.monotonic() value after which the driver gives up
+    partitions: int = 1
+    compression: str = "none"
+    headers: bool = False
+    value_size: int = 0
+    group: str | None = None
+    batch: int = 50
 
     @property
     def remaining_s(self) -> float:
         return max(0.1, self.deadline - time.monotonic())
 
     def values(self, client: str) -> list[str]:
-        return [f"{client}-{i}" for i in range(self.count)]
+        return [pad(f"{client}-{i}", self.value_size) for i in range(self.count)]
+
+    def record_headers(self, client: str, i: int) -> list[tuple[str, bytes]]:
+        return [("i", str(i).encode()), ("client", client.encode())] if self.headers else []
+
+    def partition_of(self, i: int) -> int | None:
+        """The partition record ``i`` is sent to, or None to let the client choose."""
+        return i % self.partitions if self.partitions > 1 else None
+
+    def group_id(self, client: str) -> str:
+        return self.group or f"kw-interop-{client}-{self.topic}"
+
+
+def pad(value: str, size: int) -> str:
+    """``value`` padded to ``size`` characters with compressible text."""
+    if len(value) >= size:
+        return value
+    filler = "-abcdefghijklmnopqrstuvwxyz0123456789" * (size // 37 + 1)
+    return value + filler[: size - len(value)]
+
+
+def text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode()
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -55,12 +109,20 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--topic", default="interop")
     parser.add_argument("--count", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=10.0)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--compression", choices=COMPRESSIONS, default="none")
+    parser.add_argument("--headers", action="store_true")
+    parser.add_argument("--value-size", type=int, default=0)
+    parser.add_argument("--group", default=None)
+    parser.add_argument("--batch", type=int, default=50)
     ns = parser.parse_args(argv)
     steps = tuple(ns.steps.split(","))
     unknown = [s for s in steps if s not in STEPS]
     if unknown:
         parser.error(f"unknown steps {unknown}")
-    return Args(ns.bootstrap, steps, ns.topic, ns.count, ns.timeout_s, time.monotonic() + ns.timeout_s)
+    return Args(ns.bootstrap, steps, ns.topic, ns.count, ns.timeout_s, time.monotonic() + ns.timeout_s,
+                partitions=ns.partitions, compression=ns.compression, headers=ns.headers,
+                value_size=ns.value_size, group=ns.group, batch=ns.batch)
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -68,7 +130,9 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def run(step_functions: dict[str, Callable[[Args], None]]) -> None:
-    """Run the steps named on the command line; report the first failure and exit 1."""
+    """Run the steps named on the command line; report the first failure and exit 1.
+
+    A step this client's driver does not offer is reported as an error like any other failure."""
     # The peers' own warnings (kafka-python's import-time DeprecationWarning) are noise here.
     warnings.simplefilter("ignore")
     args = parse_args()
@@ -79,7 +143,10 @@ def run(step_functions: dict[str, Callable[[Args], None]]) -> None:
     watchdog.start()
     for step in args.steps:
         try:
-            step_functions[step](args)
+            function = step_functions.get(step)
+            if function is None:
+                raise NotImplementedError(f"this driver has no {step!r} step")
+            function(args)
         except Exception as exc:
             emit("error", step=step, message=f"{type(exc).__name__}: {exc}")
             traceback.print_exc(file=sys.stderr)

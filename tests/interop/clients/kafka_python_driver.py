@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from driver_common import Args, emit, run
+from driver_common import Args, emit, run, text
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 CLIENT = "kafka-python"
@@ -31,25 +32,27 @@ def create(args: Args) -> None:
     admin = KafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
                              request_timeout_ms=_ms(args.remaining_s))
     try:
-        admin.create_topics({args.topic: {"num_partitions": 1, "replication_factor": 1}})
+        admin.create_topics({args.topic: {"num_partitions": args.partitions, "replication_factor": 1}})
     finally:
         admin.close()
     emit("created", topic=args.topic)
 
 
 def produce(args: Args) -> None:
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
+    compression = None if args.compression == "none" else args.compression
+    producer = KafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
                              request_timeout_ms=_ms(args.remaining_s), max_block_ms=_ms(args.remaining_s))
     try:
         futures = [
-            producer.send(args.topic, value=value.encode(), key=f"k{i}".encode())
+            producer.send(args.topic, value=value.encode(), key=f"k{i}".encode(),
+                          headers=args.record_headers(CLIENT, i), partition=args.partition_of(i))
             for i, value in enumerate(args.values(CLIENT))
         ]
         metas = [f.get(timeout=args.remaining_s) for f in futures]
     finally:
         producer.close(timeout=1)
     emit("produced", topic=args.topic, partition=sorted({m.partition for m in metas}),
-         offsets=[m.offset for m in metas])
+         offsets=[m.offset for m in metas], records=[[m.partition, m.offset] for m in metas])
 
 
 def consume(args: Args) -> None:
@@ -57,22 +60,23 @@ def consume(args: Args) -> None:
         args.topic,
         bootstrap_servers=args.bootstrap,
         client_id=CLIENT_ID,
-        group_id=f"kw-interop-{CLIENT}-{args.topic}",
+        group_id=args.group_id(CLIENT),
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         session_timeout_ms=6000,
         heartbeat_interval_ms=1000,
         request_timeout_ms=_ms(args.remaining_s) + 6000,  # must exceed session_timeout_ms
     )
-    values: list[str] = []
+    got: list[list[Any]] = []
     try:
-        while len(values) < args.count and time.monotonic() < args.deadline:
+        while len(got) < args.count and time.monotonic() < args.deadline:
             batches = consumer.poll(timeout_ms=_ms(min(0.5, args.remaining_s)))
             for records in batches.values():
-                values.extend(r.value.decode() for r in records)
+                got.extend([r.partition, r.offset, text(r.key), text(r.value), [[k, text(v)] for k, v in r.headers]]
+                           for r in records)
     finally:
         consumer.close(autocommit=False)
-    emit("consumed", topic=args.topic, values=values)
+    emit("consumed", topic=args.topic, values=[r[3] for r in got], records=got)
 
 
 if __name__ == "__main__":

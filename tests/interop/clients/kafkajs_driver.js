@@ -1,34 +1,87 @@
-// kafkajs peer driver: the same command line and JSON-lines output as driver_common.py.
-//   node kafkajs_driver.js BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]
+// kafkajs peer driver: the same command line and JSON-lines output as driver_common.py (no `group`
+// step).
+//   node kafkajs_driver.js BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S] [--partitions P]
+//        [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B] [--group G]
+// kafkajs compresses with gzip itself; snappy and lz4 come from the codec packages in package.json
+// (kafkajs-snappy: pure JS; kafkajs-lz4: on the native `lz4` addon, built by `npm ci`), and zstd
+// from a five-line codec below on the native `zstd-napi` addon (the published kafkajs zstd plugins
+// do not load: @kafkajs/zstd's addon no longer compiles against Node 20 headers, and
+// @sensejs/kafkajs-zstd-support's CommonJS build references a missing `__importDefault`).
 'use strict';
 
-const { Kafka, logLevel } = require('kafkajs');
+const { Kafka, logLevel, CompressionTypes, CompressionCodecs } = require('kafkajs');
 
 const CLIENT = 'kafkajs';
-const STEPS = ['metadata', 'create', 'produce', 'consume'];
+const STEPS = ['metadata', 'create', 'produce', 'consume', 'group'];
+const COMPRESSION = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
+};
+
+// Register a codec plugin only when it is asked for: a missing or broken plugin then fails just
+// that codec's step (as an error event naming it), not every run of the driver.
+function registerCodec(name) {
+  if (name === 'snappy') CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy');
+  else if (name === 'lz4') {
+    const LZ4Codec = require('kafkajs-lz4');
+    CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
+  } else if (name === 'zstd') CompressionCodecs[CompressionTypes.ZSTD] = zstdCodec;
+}
+
+function zstdCodec() {
+  const zstd = require('zstd-napi');
+  const compressor = new zstd.Compressor();
+  const decompressor = new zstd.Decompressor();
+  return {
+    compress: async (encoder) => compressor.compress(encoder.buffer),
+    decompress: async (buffer) => decompressor.decompress(buffer),
+  };
+}
 
 function parseArgs(argv) {
   const positional = [];
-  const opts = { topic: 'interop', count: 3, timeoutS: 10 };
+  const opts = {
+    topic: 'interop', count: 3, timeoutS: 10, partitions: 1, compression: 'none', headers: false,
+    valueSize: 0, group: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--topic') opts.topic = argv[++i];
     else if (a === '--count') opts.count = Number(argv[++i]);
     else if (a === '--timeout-s') opts.timeoutS = Number(argv[++i]);
+    else if (a === '--partitions') opts.partitions = Number(argv[++i]);
+    else if (a === '--compression') opts.compression = argv[++i];
+    else if (a === '--headers') opts.headers = true;
+    else if (a === '--value-size') opts.valueSize = Number(argv[++i]);
+    else if (a === '--group') opts.group = argv[++i];
+    else if (a === '--batch') ++i; // only the group step uses it
     else positional.push(a);
   }
-  if (positional.length !== 2) throw new Error('usage: BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]');
+  if (positional.length !== 2) throw new Error('usage: BOOTSTRAP STEPS [OPTIONS]');
+  if (!(opts.compression in COMPRESSION)) throw new Error(`unknown compression ${opts.compression}`);
   const steps = positional[1].split(',');
   for (const s of steps) if (!STEPS.includes(s)) throw new Error(`unknown step ${s}`);
   return { bootstrap: positional[0], steps, ...opts, deadline: Date.now() + opts.timeoutS * 1000 };
 }
+
+function pad(value, size) {
+  if (value.length >= size) return value;
+  const filler = '-abcdefghijklmnopqrstuvwxyz0123456789'.repeat(Math.floor(size / 37) + 1);
+  return value + filler.slice(0, size - value.length);
+}
+
+const text = (buf) => (buf === null || buf === undefined ? null : buf.toString());
+const groupId = (args) => args.group || `kw-interop-${CLIENT}-${args.topic}`;
 
 function emit(event, fields = {}) {
   process.stdout.write(JSON.stringify({ event, ...fields }) + '\n');
 }
 
 const remainingMs = (args) => Math.max(100, args.deadline - Date.now());
-const values = (args) => Array.from({ length: args.count }, (_, i) => `${CLIENT}-${i}`);
+const values = (args) => Array.from({ length: args.count }, (_, i) => pad(`${CLIENT}-${i}`, args.valueSize));
 
 function client(args) {
   return new Kafka({
@@ -61,7 +114,7 @@ async function create(args) {
   await admin.connect();
   try {
     await admin.createTopics({
-      topics: [{ topic: args.topic, numPartitions: 1, replicationFactor: 1 }],
+      topics: [{ topic: args.topic, numPartitions: args.partitions, replicationFactor: 1 }],
       timeout: remainingMs(args),
     });
   } finally {
@@ -71,23 +124,37 @@ async function create(args) {
 }
 
 async function produce(args) {
+  registerCodec(args.compression);
   const producer = client(args).producer({ allowAutoTopicCreation: false });
   await producer.connect();
   try {
+    const messages = values(args).map((value, i) => {
+      const message = { key: `k${i}`, value };
+      if (args.partitions > 1) message.partition = i % args.partitions;
+      if (args.headers) message.headers = { i: String(i), client: CLIENT };
+      return message;
+    });
     const meta = await producer.send({
       topic: args.topic,
-      messages: values(args).map((value, i) => ({ key: `k${i}`, value })),
+      messages,
+      compression: COMPRESSION[args.compression],
       timeout: remainingMs(args),
     });
-    // One batch: kafkajs reports the base offset of each partition's batch.
-    const offsets = [];
-    for (const m of meta) {
-      for (let i = 0; i < args.count; i++) offsets.push(Number(m.baseOffset) + i);
-    }
+    // One send: kafkajs reports the base offset of each partition's batch, whose records are
+    // that partition's messages in the order given.
+    if (args.partitions === 1 && meta.length !== 1) throw new Error(`records went to ${meta.length} partitions`);
+    const next = new Map(meta.map((m) => [m.partition, Number(m.baseOffset)]));
+    const records = messages.map((message) => {
+      const partition = message.partition === undefined ? meta[0].partition : message.partition;
+      const offset = next.get(partition);
+      next.set(partition, offset + 1);
+      return [partition, offset];
+    });
     emit('produced', {
       topic: args.topic,
       partition: [...new Set(meta.map((m) => m.partition))].sort(),
-      offsets,
+      offsets: records.map((r) => r[1]),
+      records,
     });
   } finally {
     await producer.disconnect();
@@ -96,7 +163,7 @@ async function produce(args) {
 
 async function consume(args) {
   const consumer = client(args).consumer({
-    groupId: `kw-interop-${CLIENT}-${args.topic}`,
+    groupId: groupId(args),
     sessionTimeout: 6000,
     heartbeatInterval: 1000,
     rebalanceTimeout: 6000,
@@ -109,8 +176,9 @@ async function consume(args) {
       const timer = setTimeout(resolve, remainingMs(args));
       consumer.run({
         autoCommit: false,
-        eachMessage: async ({ message }) => {
-          got.push(message.value.toString());
+        eachMessage: async ({ partition, message }) => {
+          const headers = Object.entries(message.headers || {}).map(([k, v]) => [k, text(v)]);
+          got.push([partition, Number(message.offset), text(message.key), text(message.value), headers]);
           if (got.length >= args.count) {
             clearTimeout(timer);
             resolve();
@@ -124,7 +192,7 @@ async function consume(args) {
   } finally {
     await consumer.disconnect();
   }
-  emit('consumed', { topic: args.topic, values: got });
+  emit('consumed', { topic: args.topic, values: got.map((r) => r[3]), records: got });
 }
 
 async function main() {
@@ -137,6 +205,18 @@ async function main() {
   }, args.timeoutS * 1000 + 1000).unref();
   for (const step of args.steps) {
     try {
+      if (!(step in functions)) throw new Error(`this driver has no '${step}' step`);
+      // A consume must read every codec the records might be in; one that will not load leaves
+      // kafkajs's own "not implemented" error for records in that codec.
+      if (step === 'consume') {
+        for (const name of ['snappy', 'lz4', 'zstd']) {
+          try {
+            registerCodec(name);
+          } catch (err) {
+            process.stderr.write(`codec ${name} unavailable: ${err.message}\n`);
+          }
+        }
+      }
       await functions[step](args);
     } catch (err) {
       emit('error', { step, message: `${err.name}: ${err.message}` });
