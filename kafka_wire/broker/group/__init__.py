@@ -1,0 +1,51 @@
+"""The group coordinator: classic consumer groups and committed offsets, as a pure state machine.
+
+Hand-written (nothing here is generated). Modules:
+
+``coordinator``  :class:`GroupCoordinator` — requests and time in, effects out
+``states``       :class:`GroupState`, :data:`GROUP_TRANSITIONS` (the state machine as data)
+``effects``      :class:`Respond`, :class:`Persist`
+``records``      ``__consumer_offsets`` keys and values in Kafka's byte layouts
+``config``       :class:`GroupConfig`
+``diagrams``     the state diagram in ``docs/group-coordinator.md``, made from the table
+
+Wiring (see ``docs/group-coordinator.md``)::
+
+    coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0))
+    coordinator.load(records_of_consumer_offsets)            # at startup
+    effects = coordinator.handle(token, request_body, api_version, now_ms, client_id=..., client_host=...)
+    effects += coordinator.tick(now_ms)                       # when next_deadline_ms() is reached
+    for effect in effects:                                    # in order
+        if isinstance(effect, Persist): append effect.records to __consumer_offsets[effect.partition]
+        else: answer effect.token with effect.body at the request's version
+"""
+
+from kafka_wire.broker.group.config import GroupConfig, GroupConfigError
+from kafka_wire.broker.group.coordinator import (
+    GROUP_API_KEYS,
+    CounterMemberIds,
+    GroupCoordinator,
+    GroupSnapshot,
+    MemberIdFactory,
+)
+from kafka_wire.broker.group.effects import GroupEffect, KeyValue, Persist, Respond
+from kafka_wire.broker.group.records import partition_for_group
+from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
+
+__all__ = [
+    "GROUP_API_KEYS",
+    "GROUP_TRANSITIONS",
+    "CounterMemberIds",
+    "GroupConfig",
+    "GroupConfigError",
+    "GroupCoordinator",
+    "GroupEffect",
+    "GroupInput",
+    "GroupSnapshot",
+    "GroupState",
+    "KeyValue",
+    "MemberIdFactory",
+    "Persist",
+    "Respond",
+    "partition_for_group",
+]
