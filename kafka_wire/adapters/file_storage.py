@@ -1,0 +1,156 @@
+"""Storage effects applied to real files, and the :class:`StorageReader` over them.
+
+Paths in effects and reads are POSIX paths relative to ``root`` (the data directory). Paths that
+would leave ``root`` (absolute, or with ``..``) are refused with ``ValueError``: they can only come
+from a bug, as the engine builds every path itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from kafka_wire.broker.effects import (
+    Append,
+    Delete,
+    FileRegion,
+    Fsync,
+    MakeDir,
+    Rename,
+    StorageEffect,
+    Truncate,
+    WriteAt,
+)
+
+
+class FileStorage:
+    """Files under ``root``: ``list_dir`` / ``size`` / ``read`` for the engine, ``apply`` for its effects."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def _real(self, path: str) -> Path:
+        parts = [p for p in path.split("/") if p]
+        if path.startswith("/") or any(p in (".", "..") for p in parts):
+            raise ValueError(f"storage path {path!r} is not relative to the data directory")
+        return self.root.joinpath(*parts)
+
+    # -- StorageReader -----------------------------------------------------------------------------
+    def list_dir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._real(path)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def size(self, path: str) -> int | None:
+        try:
+            st = os.stat(self._real(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return None if stat.S_ISDIR(st.st_mode) else st.st_size
+
+    def read(self, path: str, position: int, size: int) -> bytes:
+        if size <= 0:
+            return b""
+        try:
+            fd = os.open(self._real(path), os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return b""
+        try:
+            chunks: list[bytes] = []
+            while size > 0:
+                chunk = os.pread(fd, size, position)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                position += len(chunk)
+                size -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    # -- effects -----------------------------------------------------------------------------------
+    def apply(self, effects: Iterable[object]) -> None:
+        """Apply every storage effect in order (other effects are ignored)."""
+        for effect in effects:
+            if isinstance(effect, StorageEffect):
+                self._apply(effect)
+
+    def _apply(self, effect: StorageEffect) -> None:
+        match effect:
+            case MakeDir(path):
+                self._real(path).mkdir(parents=True, exist_ok=True)
+            case Append(path, data):
+                real = self._real(path)
+                real.parent.mkdir(parents=True, exist_ok=True)
+                with open(real, "ab") as f:
+                    f.write(data)
+            case WriteAt(path, position, data):
+                real = self._real(path)
+                real.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(real, os.O_WRONLY | os.O_CREAT, 0o644)
+                try:
+                    written = 0
+                    while written < len(data):
+                        written += os.pwrite(fd, data[written:], position + written)
+                finally:
+                    os.close(fd)
+            case Truncate(path, size):
+                real = self._real(path)
+                real.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(real, os.O_WRONLY | os.O_CREAT, 0o644)
+                try:
+                    os.ftruncate(fd, size)
+                finally:
+                    os.close(fd)
+            case Fsync(path):
+                real = self._real(path)
+                if real.is_file():
+                    fd = os.open(real, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                self._fsync_dir(real.parent if real.is_file() or not real.exists() else real)
+            case Rename(source, target):
+                src, dst = self._real(source), self._real(target)
+                if src.exists():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(src, dst)
+            case Delete(path):
+                real = self._real(path)
+                if real.is_dir() and not real.is_symlink():
+                    shutil.rmtree(real, ignore_errors=True)
+                else:
+                    try:
+                        real.unlink()
+                    except FileNotFoundError:
+                        pass
+
+    @staticmethod
+    def _fsync_dir(directory: Path) -> None:
+        if not directory.is_dir():
+            return
+        try:
+            fd = os.open(directory, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass  # some platforms refuse fsync on directories
+        finally:
+            os.close(fd)
+
+    # -- zero-copy sends ---------------------------------------------------------------------------
+    def open_region(self, region: FileRegion) -> tuple[int, int, int]:
+        """``(fd, offset, size)`` for ``os.sendfile``; the caller closes ``fd``.
+
+        Open regions as soon as a send is queued: an open descriptor keeps reading the same file
+        even after a later effect renames or deletes it.
+        """
+        fd = os.open(self._real(region.path), os.O_RDONLY)
+        return fd, region.position, region.size

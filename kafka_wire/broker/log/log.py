@@ -1,0 +1,604 @@
+"""A partition's log: segments in Kafka's on-disk format, pure (storage effects out, reads in).
+
+Every method returns values; what must change on disk is queued as storage effects and handed
+out by :meth:`PartitionLog.take_effects`. The driver applies the effects it took before it calls
+the log again; until then the log serves reads of its own appends from memory (see
+:mod:`kafka_wire.broker.log.files`). Errors the client should see are Kafka error codes in the
+results; exceptions mean a bug or caller misuse.
+
+Memory: per segment a few integers (and the active segment's appends until they are taken); index
+lookups and batch scans read storage. Nothing else grows with the log.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
+
+from kafka_wire.broker.effects import FileRegion, StorageEffect
+from kafka_wire.broker.log.batches import BatchScanner
+from kafka_wire.broker.log.checkpoints import (
+    CLEANER_OFFSET_FILE,
+    LOG_START_OFFSET_FILE,
+    STATE_FILES,
+    read_offset,
+    write_offset,
+)
+from kafka_wire.broker.log.cleaner import clean_log, cleaner_deadline
+from kafka_wire.broker.log.config import LONG_MAX, LogConfig
+from kafka_wire.broker.log.files import EffectQueue, PendingFile
+from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
+from kafka_wire.broker.log.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SUFFIXES,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    Segment,
+    parse_segment_name,
+    segment_path,
+)
+from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
+from kafka_wire.broker.storage import StorageReader
+from kafka_wire.messages import ErrorCode
+from kafka_wire.records.constants import TimestampType
+
+_Predicate = Callable[[Segment, int], bool]
+
+BLOCKED_RETRY_MS: Final = 1000
+"""When due work cannot run yet (the high watermark lags), ask to be called again this much later."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an append did: Kafka's error code, or the offsets the records got."""
+
+    error_code: int
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1
+    """The append time stamped on the batches, -1 for CreateTime."""
+    log_start_offset: int = -1
+    record_errors: tuple[RecordError, ...] = ()
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Whole batches from the one holding the fetch offset: stored file regions and pending bytes."""
+
+    error_code: int
+    parts: tuple[FileRegion | bytes, ...] = ()
+    size: int = 0
+    next_offset: int = -1
+    """The offset after the last batch returned (the fetch offset when nothing was)."""
+
+
+class DeleteRecordsResult(NamedTuple):
+    error_code: int
+    low_watermark: int
+
+
+@dataclass(slots=True)
+class _PendingDelete:
+    due_ms: int
+    paths: tuple[str, ...] = field(default=())
+
+
+class PartitionLog:
+    """One partition's log. Open with :meth:`open`."""
+
+    def __init__(self, directory: str, config: LogConfig, storage: StorageReader) -> None:
+        self.directory = directory
+        self.config = config
+        self.storage = storage
+        self._queue = EffectQueue()
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self._pending_deletes: list[_PendingDelete] = []
+        self._now_ms = 0
+        self._maintained_at: int | None = None
+        #: First offset not yet compacted (Kafka's cleaner checkpoint), persisted in ``cleaner-offset``.
+        self.cleaner_offset = 0
+        #: Earliest tombstone delete horizon written by the cleaner (None: none known).
+        self.delete_horizon_ms: int | None = None
+
+    # -- opening ----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: str, config: LogConfig, storage: StorageReader, now_ms: int) -> PartitionLog:
+        """Load (and recover) the log in ``directory``; create the directory when it is missing.
+
+        Leftover ``.cleaned`` / ``.deleted`` files are deleted, a ``.log.swap`` replaces the
+        segments it covers, missing or implausible indexes are rebuilt, every closed segment's
+        tail is checked and the last segment is fully recovered (CRC per batch, torn tail cut).
+        """
+        log = cls(directory, config, storage)
+        log._now_ms = now_ms
+        log._load(now_ms)
+        return log
+
+    def _path(self, name: str) -> str:
+        return f"{self.directory}/{name}"
+
+    def _load(self, now_ms: int) -> None:
+        storage, queue = self.storage, self._queue
+        names = storage.list_dir(self.directory)
+        if not names:
+            queue.make_dir(self.directory)
+        bases: set[int] = set()
+        index_files: dict[int, list[str]] = {}
+        swaps: list[int] = []
+        for name in names:
+            if name.endswith(".tmp") and name[: -len(".tmp")] in STATE_FILES:
+                queue.delete(self._path(name))
+                continue
+            parsed = parse_segment_name(name)
+            if parsed is None:
+                continue  # partition.metadata and other files that are not ours
+            base, suffix = parsed
+            if suffix.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
+                queue.delete(self._path(name))
+            elif suffix == LOG_SUFFIX + SWAP_SUFFIX:
+                swaps.append(base)
+            elif suffix.endswith(SWAP_SUFFIX):
+                queue.delete(self._path(name))  # index swaps: the indexes are rebuilt
+            elif suffix == LOG_SUFFIX:
+                bases.add(base)
+            elif suffix in SUFFIXES:
+                index_files.setdefault(base, []).append(name)
+        swapped: dict[int, Segment] = {}
+        for base in sorted(swaps):
+            swapped[base] = self._complete_swap(base, bases, now_ms)
+        for base, files in index_files.items():
+            if base not in bases and base not in swapped:
+                for name in files:
+                    queue.delete(self._path(name))  # orphaned index
+        ordered = sorted(bases | set(swapped))
+        segments: list[Segment] = []
+        for i, base in enumerate(ordered):
+            last = i == len(ordered) - 1
+            if base in swapped:
+                segment = swapped[base]
+                segment.recover(storage, self.config, closed=not last)
+            else:
+                missing = any(
+                    storage.size(segment_path(self.directory, base, s)) is None for s in SUFFIXES[1:]
+                )
+                segment = Segment.open(queue, storage, self.directory, base, now_ms)
+                next_base = None if last else ordered[i + 1]
+                if last or missing or not segment.check(storage, next_base):
+                    segment.recover(storage, self.config, closed=not last)
+            if segment.first_append_ms is None and not segment.is_empty:
+                first = next(iter(segment.scan(storage)), None)
+                stamp = first[0].max_timestamp if first is not None else -1
+                segment.first_append_ms = stamp if 0 <= stamp <= now_ms else now_ms
+            segments.append(segment)
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        persisted = read_offset(storage, self._path(LOG_START_OFFSET_FILE))
+        if not segments:
+            self._add_segment(Segment.create(queue, self.directory, persisted or 0, now_ms))
+        self.log_start_offset = max(persisted or 0, self._segments[0].base_offset)
+        if self.log_start_offset > self.log_end_offset:
+            self._truncate_fully_and_start_at(self.log_start_offset, now_ms, deferred=False)
+        else:
+            self._delete_below_log_start(now_ms, deferred=False)
+        self.cleaner_offset = max(
+            read_offset(storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
+        )
+
+    def _complete_swap(self, base: int, bases: set[int], now_ms: int) -> Segment:
+        """Finish an interrupted compaction: the ``.log.swap`` replaces every segment it covers."""
+        queue, storage = self._queue, self.storage
+        swap_path = segment_path(self.directory, base, LOG_SUFFIX + SWAP_SUFFIX)
+        swap = PendingFile(queue, swap_path, storage.size(swap_path) or 0)
+        next_offset = base
+        for header, _ in BatchScanner(swap, storage):
+            next_offset = header.next_offset
+        for old in sorted(bases):
+            if base <= old < max(next_offset, base + 1):
+                for suffix in SUFFIXES:
+                    if old != base or suffix != LOG_SUFFIX:
+                        queue.delete(segment_path(self.directory, old, suffix))
+                bases.discard(old)
+        swap.rename(segment_path(self.directory, base, LOG_SUFFIX))
+        index = OffsetIndex(PendingFile.create(queue, segment_path(self.directory, base, INDEX_SUFFIX)), base)
+        time_index = TimeIndex(
+            PendingFile.create(queue, segment_path(self.directory, base, TIME_INDEX_SUFFIX)), base
+        )
+        segment = Segment(self.directory, base, swap, index, time_index)
+        segment.last_append_ms = now_ms
+        return segment
+
+    # -- offsets and sizes ------------------------------------------------------------------------
+    @property
+    def _active(self) -> Segment:
+        return self._segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments, oldest first (read-only view for inspection and tests)."""
+        return tuple(self._segments)
+
+    def _add_segment(self, segment: Segment) -> None:
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    # -- effects ----------------------------------------------------------------------------------
+    def take_effects(self) -> list[StorageEffect]:
+        """The storage effects queued since the last take, in order. Apply them before the next call."""
+        return self._queue.take()
+
+    def close(self) -> list[StorageEffect]:
+        """Fsync the active segment and hand out every queued effect."""
+        self._active.flush()
+        return self.take_effects()
+
+    def delete(self) -> list[StorageEffect]:
+        """Effects that remove the partition directory (after anything still queued)."""
+        self._queue.delete(self.directory)
+        effects = self.take_effects()
+        self._segments = []
+        self._bases = []
+        self._pending_deletes = []
+        return effects
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    # -- appending --------------------------------------------------------------------------------
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        now_ms: int,
+        *,
+        leader_epoch: int = 0,
+        assign_offsets: bool = True,
+        timestamp_type: TimestampType | None = None,
+        origin: AppendOrigin = "client",
+    ) -> AppendResult:
+        """Validate and append ``records`` (one or more batches, any magic).
+
+        With ``assign_offsets`` (a leader append) the batches get offsets from the log end
+        offset, v2 batches the partition leader epoch, and with LogAppendTime (the topic's
+        ``message.timestamp.type``, or ``timestamp_type``) the append time. Without it (a
+        follower append) offsets are kept and must lie above the log end offset.
+        """
+        self._now_ms = now_ms
+        config = self.config
+        lat = (
+            config.log_append_time
+            if timestamp_type is None
+            else timestamp_type == TimestampType.LOG_APPEND_TIME
+        )
+        leo = self.log_end_offset
+        checked = validate_records(
+            bytes(records),
+            config,
+            now_ms,
+            next_offset=leo,
+            leader_epoch=leader_epoch,
+            assign_offsets=assign_offsets,
+            origin=origin,
+            log_append_time=lat,
+        )
+        if isinstance(checked, Rejection):
+            return AppendResult(
+                checked.error_code,
+                log_start_offset=self.log_start_offset,
+                record_errors=checked.record_errors,
+                error_message=checked.message,
+            )
+        first = leo if assign_offsets else checked.first_offset
+        last = checked.last_offset
+        if self._active.should_roll(config, len(checked.data), first, last, now_ms):
+            self._roll(now_ms, first)
+        active = self._active
+        active.append(checked.data, list(checked.headers), now_ms, config)
+        if active.unflushed_offsets >= config.flush_messages:
+            active.flush()
+        return AppendResult(
+            ErrorCode.NONE,
+            base_offset=first,
+            last_offset=last,
+            log_append_time=checked.log_append_time,
+            log_start_offset=self.log_start_offset,
+        )
+
+    def roll(self, now_ms: int) -> None:
+        """Close the active segment (if it holds anything) and start a new one at the log end offset."""
+        self._now_ms = now_ms
+        if not self._active.is_empty:
+            self._roll(now_ms, self.log_end_offset)
+
+    def _roll(self, now_ms: int, base_offset: int) -> None:
+        active = self._active
+        if active.is_empty:
+            if active.base_offset == base_offset:
+                return
+            for file in active.files():
+                file.delete()
+            self._segments.pop()
+            self._bases.pop()
+        else:
+            active.close_for_appends()
+        self._add_segment(Segment.create(self._queue, self.directory, base_offset, now_ms))
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Whole batches from the one holding ``offset``.
+
+        Stops before a batch whose last offset is >= ``max_offset`` (the high watermark or last
+        stable offset; batches are never split, as Kafka reads up to the position of the batch
+        holding ``max_offset``), and before going over ``max_bytes``, except that with
+        ``min_one_batch`` the first batch comes whole whatever its size. OFFSET_OUT_OF_RANGE when
+        ``offset`` is below the log start offset or above the log end offset.
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, next_offset=offset)
+        limit = leo if max_offset is None else min(max_offset, leo)
+        parts: list[FileRegion | bytes] = []
+        total = 0
+        next_offset = offset
+        done = offset >= limit
+        i = self._segment_index(offset)
+        while not done and i < len(self._segments):
+            segment = self._segments[i]
+            i += 1
+            first = segment.translate(self.storage, next_offset)
+            if first is None:
+                continue
+            run_start = run_end = first.position
+            for header, _ in segment.scan(self.storage, first.position):
+                if header.last_offset >= limit or (
+                    total + header.size > max_bytes and not (total == 0 and min_one_batch)
+                ):
+                    done = True
+                    break
+                total += header.size
+                run_end = header.end
+                next_offset = header.next_offset
+            if run_end > run_start:
+                region, tail = segment.log.split(run_start, run_end - run_start)
+                if region is not None:
+                    parts.append(FileRegion(segment.log.path, region[0], region[1]))
+                if tail:
+                    parts.append(tail)
+        return ReadResult(ErrorCode.NONE, tuple(parts), total, next_offset)
+
+    def read_bytes(self, result: ReadResult) -> bytes:
+        """The bytes of a read's parts (file regions read through storage)."""
+        return b"".join(
+            self.storage.read(part.path, part.position, part.size) if isinstance(part, FileRegion) else part
+            for part in result.parts
+        )
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record at or after the log start with a timestamp >= ``timestamp``."""
+        for segment in self._segments[self._segment_index(self.log_start_offset) :]:
+            found = segment.find_timestamp(self.storage, timestamp, self.log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record carrying the log's largest timestamp."""
+        best: Segment | None = None
+        for segment in self._segments:
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        return best.max_timestamp, best.record_with_timestamp(
+            self.storage, best.max_timestamp, best.offset_of_max_timestamp
+        )
+
+    # -- moving the start, truncating -------------------------------------------------------------
+    def delete_records_before(self, offset: int) -> DeleteRecordsResult:
+        """Advance the log start offset to ``offset`` (DeleteRecords); delete segments wholly below it.
+
+        OFFSET_OUT_OF_RANGE when ``offset`` is above the log end offset (the caller checks the
+        high watermark). The low watermark returned is the log start offset after the call.
+        """
+        if offset > self.log_end_offset:
+            return DeleteRecordsResult(ErrorCode.OFFSET_OUT_OF_RANGE, self.log_start_offset)
+        if offset > self.log_start_offset:
+            self._set_log_start_offset(offset)
+            self._delete_below_log_start(self._now_ms, deferred=True)
+        return DeleteRecordsResult(ErrorCode.NONE, self.log_start_offset)
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self.log_start_offset = offset
+        write_offset(self._queue, self._path(LOG_START_OFFSET_FILE), offset)
+        if self.cleaner_offset < offset:
+            self.cleaner_offset = offset
+
+    def _delete_below_log_start(self, now_ms: int, *, deferred: bool) -> None:
+        count = 0
+        while (
+            count + 1 < len(self._segments) and self._segments[count + 1].base_offset <= self.log_start_offset
+        ):
+            count += 1
+        if count:
+            self._remove_segments(self._segments[:count], now_ms, deferred=deferred)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every record at or above ``offset`` (a follower truncating; a batch holding it goes whole)."""
+        now_ms = self._now_ms
+        if offset >= self.log_end_offset:
+            return
+        if offset <= self._segments[0].base_offset or offset < self.log_start_offset:
+            self._truncate_fully_and_start_at(offset, now_ms, deferred=True)
+            return
+        doomed = [s for s in self._segments if s.base_offset > offset]
+        if doomed:
+            self._remove_segments(doomed, now_ms, deferred=True)
+        active = self._active
+        active.truncate_to(self.storage, offset, self.config)
+        if not active.is_empty and active.first_append_ms is None:
+            active.first_append_ms = now_ms
+        if self.cleaner_offset > self.log_end_offset:
+            self.cleaner_offset = self.log_end_offset
+            write_offset(self._queue, self._path(CLEANER_OFFSET_FILE), self.cleaner_offset)
+
+    def _truncate_fully_and_start_at(self, offset: int, now_ms: int, *, deferred: bool) -> None:
+        self._remove_segments(list(self._segments), now_ms, deferred=deferred)
+        self._add_segment(Segment.create(self._queue, self.directory, offset, now_ms))
+        self._set_log_start_offset(offset)
+        self.cleaner_offset = offset
+        write_offset(self._queue, self._path(CLEANER_OFFSET_FILE), offset)
+
+    def _remove_segments(self, doomed: Iterable[Segment], now_ms: int, *, deferred: bool) -> None:
+        """Take segments out of the log; their files are renamed ``.deleted`` and removed after
+        ``file.delete.delay.ms`` (at once when not ``deferred``, as at start-up)."""
+        gone = {id(s) for s in doomed}
+        paths: list[str] = []
+        for segment in [s for s in self._segments if id(s) in gone]:
+            for file in segment.files():
+                if deferred and self.config.file_delete_delay_ms > 0:
+                    file.rename(file.path + DELETED_SUFFIX)
+                    paths.append(file.path)
+                else:
+                    file.delete()
+        self._segments = [s for s in self._segments if id(s) not in gone]
+        self._bases = [s.base_offset for s in self._segments]
+        if paths:
+            self._pending_deletes.append(
+                _PendingDelete(now_ms + self.config.file_delete_delay_ms, tuple(paths))
+            )
+
+    # -- background work --------------------------------------------------------------------------
+    def maintain(self, now_ms: int, *, high_watermark: int | None = None) -> None:
+        """Due work: delayed file deletions, flush.ms, segment.ms rolls, retention, compaction.
+
+        ``high_watermark`` bounds what retention may delete (default: the log end offset).
+        """
+        self._now_ms = now_ms
+        self._maintained_at = now_ms
+        self._run_due_deletes(now_ms)
+        config = self.config
+        active = self._active
+        if active.first_unflushed_ms is not None and now_ms - active.first_unflushed_ms >= config.flush_ms:
+            active.flush()
+        if self._roll_due(now_ms):
+            self._roll(now_ms, self.log_end_offset)
+        hw = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
+        if config.delete:
+            self._apply_retention(now_ms, hw)
+        if config.compact:
+            clean_log(self, now_ms, hw)
+
+    def _roll_due(self, now_ms: int) -> bool:
+        active = self._active
+        return (
+            not active.is_empty
+            and active.first_append_ms is not None
+            and now_ms - active.first_append_ms >= self.config.segment_ms
+        )
+
+    def _run_due_deletes(self, now_ms: int) -> None:
+        keep: list[_PendingDelete] = []
+        for pending in self._pending_deletes:
+            if pending.due_ms <= now_ms:
+                for path in pending.paths:
+                    self._queue.delete(path)
+            else:
+                keep.append(pending)
+        self._pending_deletes = keep
+
+    def _apply_retention(self, now_ms: int, hw: int) -> None:
+        config = self.config
+        if config.retention_ms >= 0:
+            self._delete_prefix(
+                now_ms, hw, lambda s, _: now_ms - s.retention_timestamp() > config.retention_ms
+            )
+        if config.retention_bytes >= 0:
+            excess = [self.size_bytes - config.retention_bytes]
+
+            def too_big(segment: Segment, _: int) -> bool:
+                if excess[0] - segment.size >= 0:
+                    excess[0] -= segment.size
+                    return True
+                return False
+
+            self._delete_prefix(now_ms, hw, too_big)
+
+    def _delete_prefix(self, now_ms: int, hw: int, predicate: _Predicate) -> None:
+        """Delete the longest prefix of segments matching ``predicate`` that lies below ``hw``.
+
+        When it takes in the (non-empty) active segment, the log rolls first, as Kafka does, so
+        the active segment itself is never deleted.
+        """
+        count = 0
+        segments = self._segments
+        for i, segment in enumerate(segments):
+            upper = segments[i + 1].base_offset if i + 1 < len(segments) else self.log_end_offset
+            if upper > hw or (segment.is_empty and i == len(segments) - 1) or not predicate(segment, i):
+                break
+            count += 1
+        if not count:
+            return
+        if count == len(segments):
+            self._roll(now_ms, self.log_end_offset)
+        doomed = self._segments[:count]
+        new_start = self._segments[count].base_offset
+        if new_start > self.log_start_offset:
+            self._set_log_start_offset(new_start)
+        self._remove_segments(doomed, now_ms, deferred=True)
+
+    def next_deadline_ms(self) -> int | None:
+        """When :meth:`maintain` has work next (None: nothing scheduled)."""
+        config = self.config
+        now = self._now_ms
+        deadlines: list[int] = [p.due_ms for p in self._pending_deletes]
+        active = self._active
+        if active.first_unflushed_ms is not None and config.flush_ms < LONG_MAX:
+            deadlines.append(active.first_unflushed_ms + config.flush_ms)
+        if not active.is_empty and active.first_append_ms is not None:
+            deadlines.append(active.first_append_ms + config.segment_ms)
+        if config.delete:
+            first = self._segments[0]
+            if config.retention_ms >= 0 and not first.is_empty:
+                deadlines.append(first.retention_timestamp() + config.retention_ms + 1)
+            if config.retention_bytes >= 0 and len(self._segments) > 1:
+                if self.size_bytes - config.retention_bytes - first.size >= 0:
+                    deadlines.append(now)
+        if config.compact:
+            found = cleaner_deadline(self, now)
+            if found is not None:
+                deadlines.append(found)
+        if not deadlines:
+            return None
+        soonest = min(deadlines)
+        if self._maintained_at is not None and soonest <= self._maintained_at:
+            return self._maintained_at + BLOCKED_RETRY_MS  # due, yet maintain could not do it
+        return soonest
+
+    # -- inspection -------------------------------------------------------------------------------
+    def memory_held_bytes(self) -> int:
+        """File content held in memory: the appends not yet taken (0 right after a take)."""
+        return sum(s.holds_memory() for s in self._segments)

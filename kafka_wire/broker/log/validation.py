@@ -1,0 +1,273 @@
+"""Checking appended records and giving them offsets, as Kafka's ``LogValidator`` does.
+
+Checks, in Kafka's order per batch: framing (a partial trailing batch is refused rather than
+trimmed), size against ``max.message.bytes`` (MESSAGE_TOO_LARGE), CRC (CORRUPT_MESSAGE), then
+for appends that assign offsets (leader appends): a client's v2 batch must have base offset 0,
+clients may not write control batches, a transactional batch needs a producer id, the record
+count must match the offset range and the records must decode with offset deltas 0..n-1
+(INVALID_RECORD / CORRUPT_MESSAGE), every record of a compacted topic needs a key
+(INVALID_RECORD), and CreateTime timestamps must lie within
+``message.timestamp.before/after.max.ms`` of the broker clock (INVALID_TIMESTAMP). Failures come
+back as a :class:`Rejection` (an error code with a message and per-record errors), never raised.
+
+Offsets: v2 batches are patched in place (base offset, partition leader epoch, and for
+LogAppendTime the attributes, max timestamp and CRC), never recompressed. Legacy messages:
+an uncompressed message gets its offset (and, for LogAppendTime on v1, timestamp and CRC-32); a
+v1 compressed wrapper with inner offsets 0..n-1 gets its wrapper offset (and timestamp); a v0
+compressed wrapper (whose inner offsets are absolute) or a v1 wrapper with other inner offsets is
+rebuilt with the same codec, the only case where stored bytes are recompressed.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from kafka_wire.broker.log.batches import BatchHeader, parse_header
+from kafka_wire.broker.log.config import LogConfig
+from kafka_wire.errors import CorruptBatchError, DecodeError, EncodeError
+from kafka_wire.messages import ErrorCode
+from kafka_wire.records import build_batch, read_batches, reoffset_batch_in_place, validate_batch
+from kafka_wire.records.constants import (
+    COMPRESSION_MASK,
+    COMPRESSION_NAMES,
+    CONTROL_MASK,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    TimestampType,
+)
+from kafka_wire.records.crc import crc32
+from kafka_wire.records.record import Record
+
+AppendOrigin = Literal["client", "coordinator", "replication"]
+"""Who appends: clients may not write control batches; replication keeps offsets as given."""
+
+_I64: Final = struct.Struct(">q")
+_U32: Final = struct.Struct(">I")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One rejected record: its index inside its batch, and why (ProduceResponse ``record_errors``)."""
+
+    batch_index: int
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    error_code: int
+    message: str
+    record_errors: tuple[RecordError, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ValidRecords:
+    """Records ready to append: their bytes (offsets assigned) and each batch's header."""
+
+    data: bytes
+    headers: tuple[BatchHeader, ...]
+    log_append_time: int
+
+    @property
+    def first_offset(self) -> int:
+        first = self.headers[0]
+        return first.base_offset if first.magic == 2 or not first.compressed else first.last_offset
+
+    @property
+    def last_offset(self) -> int:
+        return self.headers[-1].last_offset
+
+
+def _frame(data: bytes, config: LogConfig) -> list[BatchHeader] | Rejection:
+    headers: list[BatchHeader] = []
+    pos = 0
+    while pos < len(data):
+        try:
+            header = parse_header(data, pos, pos)
+        except DecodeError as e:
+            return Rejection(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {pos}: {e.reason}")
+        if header is None or header.end > len(data):
+            return Rejection(ErrorCode.CORRUPT_MESSAGE, f"the records end inside a batch at byte {pos}")
+        if header.size > config.max_message_bytes:
+            return Rejection(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"batch of {header.size} bytes is larger than max.message.bytes ({config.max_message_bytes})",
+            )
+        headers.append(header)
+        pos = header.end
+    return headers
+
+
+def validate_records(
+    data: bytes,
+    config: LogConfig,
+    now_ms: int,
+    *,
+    next_offset: int,
+    leader_epoch: int,
+    assign_offsets: bool,
+    origin: AppendOrigin,
+    log_append_time: bool,
+) -> ValidRecords | Rejection:
+    """Check ``data`` and, with ``assign_offsets``, give its batches offsets from ``next_offset``."""
+    if not data:
+        return Rejection(ErrorCode.INVALID_RECORD, "the append holds no record batch")
+    if len(data) > config.segment_bytes:
+        return Rejection(
+            ErrorCode.RECORD_LIST_TOO_LARGE,
+            f"{len(data)} bytes of records are larger than segment.bytes ({config.segment_bytes})",
+        )
+    framed = _frame(data, config)
+    if isinstance(framed, Rejection):
+        return framed
+    expected = next_offset
+    for header in framed:
+        view = memoryview(data)[header.position : header.end]
+        if header.magic == 2:
+            try:
+                validate_batch(view, require_dense=assign_offsets)
+            except CorruptBatchError as e:
+                return Rejection(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {header.position}: {e.reason}")
+            except DecodeError as e:
+                return Rejection(ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e.reason}")
+        if assign_offsets:
+            problem = _check_for_leader(view, header, config, now_ms, origin, log_append_time)
+            if problem is not None:
+                return problem
+        else:
+            try:
+                for _ in read_batches(view):  # checks a legacy message's CRC-32
+                    break
+            except DecodeError as e:
+                return Rejection(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {header.position}: {e.reason}")
+            first = header.base_offset if header.magic == 2 else header.last_offset
+            if first < expected:
+                return Rejection(
+                    ErrorCode.INVALID_RECORD,
+                    f"batch offsets {first}..{header.last_offset} are not above the log end offset {expected}",
+                )
+            expected = header.next_offset
+    if not assign_offsets:
+        return ValidRecords(data, tuple(framed), -1)
+    return _assign_offsets(data, framed, next_offset, leader_epoch, now_ms if log_append_time else None)
+
+
+def _check_for_leader(
+    view: memoryview,
+    header: BatchHeader,
+    config: LogConfig,
+    now_ms: int,
+    origin: AppendOrigin,
+    log_append_time: bool,
+) -> Rejection | None:
+    where = f"batch at byte {header.position}"
+    if header.magic == 2:
+        if origin == "client" and header.base_offset != 0:
+            return Rejection(ErrorCode.INVALID_RECORD, f"{where}: a client batch must have base offset 0")
+        if origin == "client" and header.attributes & CONTROL_MASK:
+            return Rejection(ErrorCode.INVALID_RECORD, f"{where}: clients may not write control batches")
+        if header.attributes & TRANSACTIONAL_MASK and header.producer_id < 0:
+            return Rejection(ErrorCode.INVALID_RECORD, f"{where}: a transactional batch needs a producer id")
+    try:
+        batches = list(read_batches(view))
+        records: list[Record[bytes]] = [r for b in batches for r in b.records()]
+    except DecodeError as e:
+        return Rejection(ErrorCode.CORRUPT_MESSAGE, f"{where}: {e.reason}")
+    if header.magic == 2:
+        for i, record in enumerate(records):
+            if record.offset != header.base_offset + i:
+                return Rejection(
+                    ErrorCode.INVALID_RECORD,
+                    f"{where}: record {i} has offset delta {record.offset - header.base_offset}",
+                )
+    is_control = header.magic == 2 and bool(header.attributes & CONTROL_MASK)
+    if config.compact and not is_control:
+        missing = tuple(
+            RecordError(i, "Compacted topic cannot accept message without key.")
+            for i, record in enumerate(records)
+            if record.key is None
+        )
+        if missing:
+            return Rejection(
+                ErrorCode.INVALID_RECORD, f"{where}: compacted topic record without key", missing
+            )
+    if not log_append_time and header.magic >= 1 and not is_control:
+        low = now_ms - config.message_timestamp_before_max_ms
+        high = now_ms + config.message_timestamp_after_max_ms
+        late = tuple(
+            RecordError(i, f"Timestamp {record.timestamp} of message with offset {i} is out of range.")
+            for i, record in enumerate(records)
+            if record.timestamp != -1 and not low <= record.timestamp <= high
+        )
+        if late:
+            return Rejection(ErrorCode.INVALID_TIMESTAMP, f"{where}: timestamp out of range", late)
+    return None
+
+
+def _assign_offsets(
+    data: bytes, headers: list[BatchHeader], next_offset: int, leader_epoch: int, log_append_time: int | None
+) -> ValidRecords | Rejection:
+    out = bytearray()
+    offset = next_offset
+    for header in headers:
+        chunk = bytearray(memoryview(data)[header.position : header.end])
+        try:
+            if header.magic == 2:
+                offset = reoffset_batch_in_place(chunk, offset, leader_epoch, log_append_time=log_append_time)
+            else:
+                chunk, offset = _reoffset_legacy(chunk, header, offset, log_append_time)
+        except (DecodeError, EncodeError) as e:
+            return Rejection(ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e}")
+        out += chunk
+    final = bytes(out)
+    framed: list[BatchHeader] = []
+    pos = 0
+    while pos < len(final):
+        parsed = parse_header(final, pos, pos)
+        assert parsed is not None, "re-offset batches are complete"
+        framed.append(parsed)
+        pos = parsed.end
+    return ValidRecords(final, tuple(framed), -1 if log_append_time is None else log_append_time)
+
+
+def _stamp_legacy(chunk: bytearray, log_append_time: int) -> None:
+    """Set a v1 message's LogAppendTime attribute bit and timestamp, and recompute its CRC-32."""
+    chunk[17] |= TIMESTAMP_TYPE_MASK
+    _I64.pack_into(chunk, 18, log_append_time)
+    _U32.pack_into(chunk, 12, crc32(memoryview(chunk)[16:]))
+
+
+def _reoffset_legacy(
+    chunk: bytearray, header: BatchHeader, offset: int, log_append_time: int | None
+) -> tuple[bytearray, int]:
+    codec = header.attributes & COMPRESSION_MASK
+    if not codec:
+        _I64.pack_into(chunk, 0, offset)
+        if log_append_time is not None and header.magic == 1:
+            _stamp_legacy(chunk, log_append_time)
+        return chunk, offset + 1
+    records = [r for b in read_batches(chunk) for r in b.records()]
+    dense = all(r.offset == records[0].offset + i for i, r in enumerate(records))
+    if (
+        header.magic == 1
+        and dense
+        and records[0].offset == header.last_offset - len(records) + 1
+        and offset + len(records) - 1 > 0  # a wrapper offset of 0 would read as base 0
+    ):
+        _I64.pack_into(chunk, 0, offset + len(records) - 1)
+        if log_append_time is not None:
+            _stamp_legacy(chunk, log_append_time)
+        return chunk, offset + len(records)
+    rebuilt = build_batch(
+        [(r.key, r.value, (), r.timestamp) for r in records],
+        magic=header.magic,
+        compression=COMPRESSION_NAMES[codec],
+        base_offset=offset,
+        timestamp_type=TimestampType.LOG_APPEND_TIME
+        if log_append_time is not None
+        else TimestampType.CREATE_TIME,
+        log_append_time=log_append_time,
+    )
+    return bytearray(rebuilt), offset + len(records)
