@@ -81,7 +81,7 @@ def test_retention_by_time() -> None:
 
 def test_retention_waits_for_the_high_watermark() -> None:
     d = Driven(LogConfig(segment_bytes=300, retention_ms=0))
-    for i in range(5):
+    for _i in range(5):
         d.append(batch(1, value_size=150, ts=0), now_ms=0)
     d.maintain(10, high_watermark=2)
     assert d.log.log_start_offset == 2
@@ -182,7 +182,7 @@ def test_flush_messages_and_flush_ms() -> None:
     d = Driven(LogConfig(flush_messages=3))
     for _ in range(3):
         d.append(batch(1))
-    assert [e for e in d.effects if isinstance(e, Fsync)][0].path.endswith(".log")
+    assert next(e for e in d.effects if isinstance(e, Fsync)).path.endswith(".log")
     d2 = Driven(LogConfig(flush_ms=100))
     d2.append(batch(1), now_ms=1000)
     assert d2.log.next_deadline_ms() == 1100
