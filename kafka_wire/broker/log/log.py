@@ -26,7 +26,14 @@ from kafka_wire.broker.log.checkpoints import (
     read_offset,
     write_offset,
 )
-from kafka_wire.broker.log.cleaner import clean_log, cleaner_deadline
+from kafka_wire.broker.log.cleaner import (
+    DEFAULT_CLEANER_BYTES_PER_CALL,
+    DEFAULT_CLEANER_MAP_ENTRIES,
+    CleanerJob,
+    abandon,
+    clean_log,
+    cleaner_deadline,
+)
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
@@ -107,6 +114,10 @@ class PartitionLog:
         self.cleaner_offset = 0
         #: Earliest tombstone delete horizon written by the cleaner (None: none known).
         self.delete_horizon_ms: int | None = None
+        #: The compaction pass in progress, and its limits (see cleaner.py).
+        self.cleaner_job: CleanerJob | None = None
+        self.cleaner_map_entries = DEFAULT_CLEANER_MAP_ENTRIES
+        self.cleaner_bytes_per_call = DEFAULT_CLEANER_BYTES_PER_CALL
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
@@ -257,6 +268,7 @@ class PartitionLog:
 
     def delete(self) -> list[StorageEffect]:
         """Effects that remove the partition directory (after anything still queued)."""
+        self.cleaner_job = None
         self._queue.delete(self.directory)
         effects = self.take_effects()
         self._segments = []
@@ -454,6 +466,7 @@ class PartitionLog:
         if offset <= self._segments[0].base_offset or offset < self.log_start_offset:
             self._truncate_fully_and_start_at(offset, now_ms, deferred=True)
             return
+        abandon(self)
         doomed = [s for s in self._segments if s.base_offset > offset]
         if doomed:
             self._remove_segments(doomed, now_ms, deferred=True)
@@ -474,7 +487,24 @@ class PartitionLog:
 
     def _remove_segments(self, doomed: Iterable[Segment], now_ms: int, *, deferred: bool) -> None:
         """Take segments out of the log; their files are renamed ``.deleted`` and removed after
-        ``file.delete.delay.ms`` (at once when not ``deferred``, as at start-up)."""
+        ``file.delete.delay.ms`` (at once when not ``deferred``, as at start-up). A running
+        compaction pass is abandoned."""
+        abandon(self)
+        self.retire_segments(doomed, now_ms, deferred=deferred)
+
+    @property
+    def queue(self) -> EffectQueue:
+        """Where the log's storage effects gather (for the cleaner)."""
+        return self._queue
+
+    def insert_segment(self, segment: Segment) -> None:
+        """Put a segment in base-offset order (the cleaner's swapped-in segment)."""
+        at = bisect.bisect_left(self._bases, segment.base_offset)
+        self._segments.insert(at, segment)
+        self._bases.insert(at, segment.base_offset)
+
+    def retire_segments(self, doomed: Iterable[Segment], now_ms: int, *, deferred: bool = True) -> None:
+        """Take segments out of the log and delete their files (after ``file.delete.delay.ms``)."""
         gone = {id(s) for s in doomed}
         paths: list[str] = []
         for segment in [s for s in self._segments if id(s) in gone]:
