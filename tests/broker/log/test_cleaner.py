@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,11 +25,11 @@ def _put(
     pairs: list[tuple[bytes, bytes | None]],
     now_ms: int = 1000,
     compression: str = "none",
-    **kw: object,
+    **kw: Any,
 ) -> None:
     r = d.append(
         build_batch([(k, v, (), now_ms) for k, v in pairs], compression=compression, **kw), now_ms=now_ms
-    )  # type: ignore[arg-type]
+    )
     assert r.error_code == 0, r
 
 
