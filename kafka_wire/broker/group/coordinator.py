@@ -418,15 +418,24 @@ class GroupCoordinator:
         self._timers.pop(key, None)
 
     def _run_timers(self) -> None:
+        """Fire due timers in deadline order, each acting at its own deadline.
+
+        A driver that ticks late gets the same outcome as one that ticked on time (a timer that
+        re-arms itself counts from its deadline, not from the late tick).
+        """
         now = self._clock
         heap = self._heap
-        while heap and heap[0][0] <= now:
-            _, seq, key = heapq.heappop(heap)
-            timer = self._timers.get(key)
-            if timer is None or timer.seq != seq:
-                continue
-            del self._timers[key]
-            self._fire(key, timer.args)
+        try:
+            while heap and heap[0][0] <= now:
+                deadline, seq, key = heapq.heappop(heap)
+                timer = self._timers.get(key)
+                if timer is None or timer.seq != seq:
+                    continue
+                del self._timers[key]
+                self._now = deadline
+                self._fire(key, timer.args)
+        finally:
+            self._now = now
 
     def _fire(self, key: _TimerKey, args: tuple[int, ...]) -> None:
         kind, group_id, member_id = key

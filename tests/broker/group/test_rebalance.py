@@ -136,7 +136,7 @@ def test_a_leader_that_never_syncs_is_dropped_and_waiting_followers_told_to_rejo
     h = Harness(DELAYED)
     ids, tokens = [], []
     for _ in range(2):
-        member_id, token = h.join_new("g")
+        member_id, token = h.join_new("g", session_ms=60_000)  # sessions outlast the rebalance timeout
         ids.append(member_id)
         tokens.append(token)
     h.advance(100)
@@ -144,7 +144,9 @@ def test_a_leader_that_never_syncs_is_dropped_and_waiting_followers_told_to_rejo
     generation = joined(h, tokens[0]).generation_id
     joined(h, tokens[1])
     waiting = h.sync("g", ids[1], generation)
-    h.advance(30_000)  # the rebalance timeout after the join phase: the leader never synced
+    h.advance(29_999)
+    assert waiting not in h.answers
+    h.advance(1)  # the rebalance timeout after the join phase: the leader never synced
     assert synced(h, waiting).error_code == E.REBALANCE_IN_PROGRESS
     snapshot = h.coord.group("g")
     assert snapshot is not None and [m.member_id for m in snapshot.members] == [ids[1]]
