@@ -79,7 +79,7 @@ def test_describe_during_a_rebalance_hides_member_metadata() -> None:
 
 @pytest.mark.parametrize("version", range(4))
 def test_delete_groups(version: int) -> None:
-    h, ids, generation = populated()
+    h, ids, _ = populated()
     response = h.call(DeleteGroupsRequest(groups_names=["live", "simple", "absent", ""]), version)
     assert isinstance(response, DeleteGroupsResponse)
     assert [(r.group_id, r.error_code) for r in response.results] == [

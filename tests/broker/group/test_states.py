@@ -16,10 +16,13 @@ from kafka_wire.broker.group import (
     GroupCoordinator,
     GroupEffect,
     GroupInput,
+    GroupSnapshot,
     GroupState,
+    KeyValue,
     Respond,
 )
 from kafka_wire.broker.group.states import can_rebalance, transition
+from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     DeleteGroupsRequest,
@@ -37,6 +40,7 @@ from kafka_wire.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
     SyncGroupRequestAssignment,
+    SyncGroupResponse,
 )
 from tests.broker.group.harness import Harness, subscription
 
@@ -113,7 +117,9 @@ class GroupMachine(RuleBasedStateMachine):
                 client = self.clients[group, slot]
                 if isinstance(body, JoinGroupResponse):
                     self._joined(group, slot, body)
-                elif body.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
+                    continue
+                assert isinstance(body, SyncGroupResponse)
+                if body.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
                     client.member_id, client.generation = "", -1
                 else:
                     client.synced = body.error_code == E.NONE
@@ -363,9 +369,7 @@ def test_same_inputs_give_identical_effects() -> None:
 
 
 def test_a_late_tick_has_the_same_outcome_as_ticking_on_time() -> None:
-    def script(
-        step_ms: int,
-    ) -> tuple[list[tuple[object, object]], list[object], list[tuple[bytes, bytes | None]]]:
+    def script(step_ms: int) -> tuple[list[tuple[int, Message | None]], list[GroupSnapshot], list[KeyValue]]:
         h = Harness(MACHINE_CONFIG)
         tokens = [
             h.join("g", version=3, session_ms=4_000 + 1_000 * i, rebalance_ms=REBALANCE_MS) for i in range(3)
