@@ -13,9 +13,11 @@ Only the entry count and the last entry live in memory; lookups binary-search th
 
 Reading is tolerant: an index written by Kafka while its segment was active is preallocated with
 zeros, and when it was copied before being trimmed, its tail holds zero entries that are not
-entries. :func:`count_entries` finds the first all-zero entry after the first (by binary search:
-the zeros form one tail), then checks that the entries before it increase, and falls back to a
-scan that stops at the first entry that does not increase.
+entries. :func:`count_entries` scans an index of up to 64 KiB and stops at the first entry that
+does not increase; a larger one is not read whole at start-up: the first all-zero entry after the
+first is found by binary search (the zeros form one tail), the two entries before it must
+increase, and otherwise the scan runs. Lookups stay correct over a damaged index: a lookup that
+lands past its target scans the segment from the start.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ def count_entries(
 
     if n <= 1:
         return n
+    if n * size <= _SCAN_CHUNK:
+        return _scan_count(file, storage, entry, increasing, n)  # small: check every entry
     lo, hi = 1, n
     while lo < hi:
         mid = (lo + hi) // 2
@@ -96,7 +100,18 @@ def count_entries(
         last, before = read(count - 1), read(count - 2)
         if last is not None and before is not None and increasing(before, last):
             return count
-    # Something other than a zero tail: scan, stopping at the first entry that does not increase.
+    return _scan_count(file, storage, entry, increasing, count)
+
+
+def _scan_count(
+    file: PendingFile,
+    storage: StorageReader,
+    entry: struct.Struct,
+    increasing: Callable[[tuple[int, int], tuple[int, int]], bool],
+    count: int,
+) -> int:
+    """Scan, stopping at the first entry that does not increase."""
+    size = entry.size
     valid = 0
     previous: tuple[int, int] | None = None
     for start in range(0, count * size, _SCAN_CHUNK):
