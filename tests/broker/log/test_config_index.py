@@ -95,7 +95,7 @@ def test_constructor_validates() -> None:
 @given(st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1)), max_size=20))
 def test_offset_entries_round_trip(pairs: list[tuple[int, int]]) -> None:
     entries = sorted(set(pairs))
-    clean = []
+    clean: list[tuple[int, int]] = []
     for rel, pos in entries:
         if not clean or (rel > clean[-1][0] and pos >= clean[-1][1]):
             clean.append((rel, pos))

@@ -146,7 +146,7 @@ def test_memory_does_not_hold_closed_segments() -> None:
         assert not hasattr(segment, "__dict__")  # slots only: a handful of integers per segment
     # reads of old data go to storage
     reads: list[tuple[str, int, int]] = []
-    storage = d.storage
+    storage: MemoryStorage = d.storage
 
     class Spy(MemoryStorage):
         def read(self, path: str, position: int, size: int) -> bytes:
