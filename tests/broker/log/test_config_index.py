@@ -40,7 +40,7 @@ def test_defaults_are_kafkas() -> None:
 
 def test_types_follow_describe_configs() -> None:
     assert (
-        CONFIG_KEYS["cleanup.policy"].type_id == ConfigType.LIST == 7
+        CONFIG_KEYS["cleanup.policy"].type_id == 7 == ConfigType.LIST.value
         and CONFIG_KEYS["cleanup.policy"].is_list
     )
     assert CONFIG_KEYS["segment.bytes"].type_id == 3 and CONFIG_KEYS["retention.ms"].type_id == 5
