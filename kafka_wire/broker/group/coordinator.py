@@ -327,6 +327,8 @@ class GroupCoordinator:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._now is None:
             return 0
+        if self._unarmed:
+            return self._now  # members loaded since the last call: arm their sessions now
         heap = self._heap
         while heap:
             deadline, seq, key = heap[0]

@@ -111,3 +111,14 @@ def test_unknown_record_types_are_skipped() -> None:
     fresh = GroupCoordinator(DELAYED)
     fresh.load([(b"\x00\x05\x00\x01g", b"\x00\x00whatever"), (b"\x00\x03\x00\x01g", None)])
     assert fresh.groups() == []
+
+
+def test_members_loaded_after_the_first_tick_are_armed_at_the_next_one() -> None:
+    h = Harness(DELAYED)
+    run_group(h, "dyn", 1)
+    fresh = GroupCoordinator(DELAYED)
+    fresh.tick(500)
+    fresh.load(h.log)
+    assert fresh.next_deadline_ms() == 500
+    fresh.tick(600)
+    assert fresh.next_deadline_ms() == 600 + SESSION_MS
