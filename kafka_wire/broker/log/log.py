@@ -52,7 +52,7 @@ from kafka_wire.broker.log.segment import (
 from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.messages import ErrorCode
-from kafka_wire.records.constants import TimestampType
+from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD, TimestampType
 
 _Predicate = Callable[[Segment, int], bool]
 
@@ -185,7 +185,7 @@ class PartitionLog:
                 if last or missing or not segment.check(storage, next_base):
                     segment.recover(storage, self.config, closed=not last)
             if segment.first_append_ms is None and not segment.is_empty:
-                first = next(iter(segment.scan(storage)), None)
+                first = next(iter(segment.scan(storage, chunk=RECORD_BATCH_OVERHEAD)), None)
                 stamp = first[0].max_timestamp if first is not None else -1
                 segment.first_append_ms = stamp if 0 <= stamp <= now_ms else now_ms
             segments.append(segment)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from kafka_wire.broker.log.batches import BatchHeader, BatchScanner, check_batch
+from kafka_wire.broker.log.batches import DEFAULT_SCAN_CHUNK, BatchHeader, BatchScanner, check_batch
 from kafka_wire.broker.log.config import INT_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndex, TimeIndex
@@ -209,8 +209,15 @@ class Segment:
         self.flush()
 
     # -- reading ----------------------------------------------------------------------------------
-    def scan(self, storage: StorageReader, start: int = 0, *, with_data: bool = False) -> BatchScanner:
-        return BatchScanner(self.log, storage, start, with_data=with_data)
+    def scan(
+        self,
+        storage: StorageReader,
+        start: int = 0,
+        *,
+        with_data: bool = False,
+        chunk: int = DEFAULT_SCAN_CHUNK,
+    ) -> BatchScanner:
+        return BatchScanner(self.log, storage, start, with_data=with_data, chunk=chunk)
 
     def translate(self, storage: StorageReader, offset: int) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (None when there is none)."""
