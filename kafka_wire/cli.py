@@ -1,4 +1,4 @@
-"""The ``kafka-wire`` command line: one subcommand module each (``decode`` so far)."""
+"""The ``kafka-wire`` command line: one subcommand module each (``decode``, ``dump-log``, ``serve``)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     from kafka_wire.records import dump_log
 
     dump_log.add_parser(sub)
+
+    from kafka_wire import serve_cli
+
+    serve_cli.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,147 @@
+"""The asyncio driver of the broker engine: sockets, the wall clock, files and timers.
+
+It feeds ``Broker`` what arrives and when, applies the storage effects it returns to the data
+directory (``FileStorage``) before sending anything, writes ``Send`` parts (file regions with
+``sendfile`` where the transport allows) and closes connections on ``CloseConnection``. One
+timer task calls ``tick`` at ``next_deadline_ms()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import random
+import secrets
+import time
+import uuid
+from pathlib import Path
+from typing import Final
+
+from kafka_wire.adapters.file_storage import FileStorage
+from kafka_wire.broker.broker import Broker
+from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+
+_READ_CHUNK: Final = 256 * 1024
+_log = logging.getLogger("kafka_wire.adapters.broker_server")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class BrokerServer:
+    """Runs one :class:`Broker` on ``host:port`` with its data in ``data_dir``."""
+
+    def __init__(self, config: BrokerConfig, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.storage = FileStorage(data_dir)
+        self.broker = Broker(
+            config,
+            self.storage,
+            rng=random.Random(secrets.randbits(128)),
+            member_id_factory=lambda client_id: f"{client_id}-{uuid.uuid4()}",
+            nonce_factory=lambda: secrets.token_urlsafe(24),
+        )
+        self.config = config
+        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._ids = itertools.count(1)
+        self._server: asyncio.Server | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> int:
+        """Recover the data directory, start listening; returns the bound port."""
+        self._apply(self.broker.start(wall_clock_ms()))
+        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        self._timer = asyncio.create_task(self._run_timer())
+        bound: int = self._server.sockets[0].getsockname()[1]
+        return bound
+
+    async def stop(self) -> None:
+        """Stop accepting, close connections, make the logs durable."""
+        if self._server is not None:
+            self._server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        self._apply(self.broker.shutdown(wall_clock_ms()))
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _run_timer(self) -> None:
+        while True:
+            deadline = self.broker.next_deadline_ms()
+            delay = None if deadline is None else max(0.0, (deadline - wall_clock_ms()) / 1000)
+            self._wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+            now = wall_clock_ms()
+            deadline = self.broker.next_deadline_ms()
+            if deadline is not None and now >= deadline:
+                self._apply(self.broker.tick(now))
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        conn_id = next(self._ids)
+        self._writers[conn_id] = writer
+        peer = writer.get_extra_info("peername") or ("", 0)
+        try:
+            self._apply(self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0])))
+            while conn_id in self._writers:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    break
+                effects = self.broker.receive_data(conn_id, data, wall_clock_ms())
+                await self._apply_async(effects)
+        except (ConnectionError, OSError) as exc:
+            _log.debug("connection %d: %s", conn_id, exc)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._tasks.discard(task)
+            if self._writers.pop(conn_id, None) is not None:
+                self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+
+    def _apply(self, effects: list[Effect]) -> None:
+        """Apply effects; sends are written without waiting for the socket to drain."""
+        self.storage.apply(effects)
+        for effect in effects:
+            if isinstance(effect, Send):
+                writer = self._writers.get(effect.conn_id)
+                if writer is not None:
+                    for part in effect.parts:
+                        writer.write(part if isinstance(part, bytes) else self._region_bytes(part))
+            elif isinstance(effect, CloseConnection):
+                writer = self._writers.pop(effect.conn_id, None)
+                if writer is not None:
+                    writer.close()
+        self._wake.set()
+
+    async def _apply_async(self, effects: list[Effect]) -> None:
+        self._apply(effects)
+        for effect in effects:
+            if isinstance(effect, Send) and (writer := self._writers.get(effect.conn_id)) is not None:
+                await writer.drain()
+
+    def _region_bytes(self, region: FileRegion) -> bytes:
+        fd = os.open(self.storage.root / region.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, region.size, region.position)
+        finally:
+            os.close(fd)

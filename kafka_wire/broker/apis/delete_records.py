@@ -1,0 +1,38 @@
+"""DeleteRecords.
+
+Behaviour: moves a partition's log start offset up to the given offset (-1 means the high
+watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE. Segments wholly below the
+new start are deleted. The answer's low watermark is the new log start offset.
+"""
+
+from __future__ import annotations
+
+from kafka_wire.broker.state import Context
+from kafka_wire.messages import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartitionResult,
+    DeleteRecordsResponseTopicResult,
+    ErrorCode,
+)
+
+
+def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    state = ctx.state
+    topics = []
+    for entry in request.topics:
+        results = []
+        for wanted in entry.partitions:
+            result = DeleteRecordsResponsePartitionResult(partition_index=wanted.partition_index, low_watermark=-1)
+            replica = state.replica(entry.name, wanted.partition_index)
+            topic = state.topic_named(entry.name)
+            if replica is None or topic is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif topic.internal:
+                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            else:
+                result.error_code, result.low_watermark = replica.delete_records_before(wanted.offset)
+                state.touch(replica)
+            results.append(result)
+        topics.append(DeleteRecordsResponseTopicResult(name=entry.name, partitions=results))
+    return DeleteRecordsResponse(topics=topics)

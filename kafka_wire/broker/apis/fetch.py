@@ -1,0 +1,188 @@
+"""Fetch (v4 to latest).
+
+Behaviour: reads stored batches as they are (never re-encoded) from each partition's fetch offset
+up to the high watermark, or the last stable offset for read_committed; at most
+``partition_max_bytes`` per partition and ``max_bytes`` in all (capped by the broker's
+``fetch.max.bytes``), except that the first partition with data returns at least one whole batch
+(KIP-74). When fewer than ``min_bytes`` are ready the request is held until enough arrive or
+``max_wait_ms`` passes. Fetch sessions (v7+, KIP-227) make later requests and responses
+incremental. An offset outside the log is OFFSET_OUT_OF_RANGE; a ``current_leader_epoch`` other
+than ours is fenced; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID
+(v13+, by id).
+Version notes: sessions from v7, ``current_leader_epoch`` v9, topic ids v13.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kafka_wire.broker.apis.list_offsets import epoch_error
+from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from kafka_wire.broker.partition.replica import READ_COMMITTED
+from kafka_wire.broker.state import BrokerState, Context
+from kafka_wire.codec.runtime import ZERO_UUID
+from kafka_wire.messages import (
+    ErrorCode,
+    FetchRequest,
+    FetchResponse,
+    FetchResponseFetchableTopicResponse,
+    FetchResponsePartitionData,
+)
+
+
+@dataclass(slots=True)
+class _Wanted:
+    key: str
+    topic_id: uuid.UUID
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+    entry: SessionPartition | None = None
+
+
+def handle(ctx: Context, request: FetchRequest) -> FetchResponse | FetchWait:
+    state = ctx.state
+    by_id = ctx.api_version >= 13
+    wanted = [
+        _Wanted(
+            str(topic.topic_id) if by_id else topic.topic,
+            topic.topic_id if by_id else ZERO_UUID,
+            p.partition,
+            p.fetch_offset,
+            p.partition_max_bytes,
+            p.current_leader_epoch,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    ]
+    session: FetchSession | None = None
+    incremental = False
+    if ctx.api_version >= 7:
+        sessions = state.fetch_sessions
+        if request.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if request.session_id:
+                sessions.remove(request.session_id)
+            if request.session_epoch == INITIAL_EPOCH:
+                session = sessions.create()
+                if session is not None:
+                    for item in wanted:
+                        item.entry = session.partitions.setdefault((item.key, item.partition), _entry(item))
+        else:
+            session = sessions.get(request.session_id)
+            if session is None:
+                return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+            if session.next_epoch != request.session_epoch:
+                return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+            session.next_epoch = session.next_epoch + 1 if session.next_epoch < 2**31 - 1 else 1
+            for forgotten in request.forgotten_topics_data:
+                key = str(forgotten.topic_id) if by_id else forgotten.topic
+                for index in forgotten.partitions:
+                    session.partitions.pop((key, index), None)
+            for item in wanted:
+                entry = session.partitions.get((item.key, item.partition))
+                if entry is None:
+                    entry = session.partitions[item.key, item.partition] = _entry(item)
+                else:
+                    entry.fetch_offset, entry.max_bytes = item.fetch_offset, item.max_bytes
+                    entry.current_leader_epoch = item.current_leader_epoch
+            wanted = [
+                _Wanted(e.topic, e.topic_id, e.partition, e.fetch_offset, e.max_bytes, e.current_leader_epoch, e)
+                for e in session.partitions.values()
+            ]
+            incremental = True
+    wait = FetchWait(
+        state=state,
+        request=request,
+        api_version=ctx.api_version,
+        wanted=wanted,
+        session_id=session.session_id if session is not None else 0,
+        incremental=incremental,
+        deadline_ms=ctx.now_ms + max(request.max_wait_ms, 0),
+    )
+    response = wait.poll(ctx.now_ms)
+    return wait if response is None else response
+
+
+def _entry(item: _Wanted) -> SessionPartition:
+    return SessionPartition(
+        topic=item.key,
+        topic_id=item.topic_id,
+        partition=item.partition,
+        fetch_offset=item.fetch_offset,
+        max_bytes=item.max_bytes,
+        current_leader_epoch=item.current_leader_epoch,
+    )
+
+
+@dataclass(slots=True)
+class FetchWait:
+    """A Fetch held for ``min_bytes``; ``poll`` answers once enough is ready or time is up."""
+
+    state: BrokerState
+    request: FetchRequest
+    api_version: int
+    wanted: list[_Wanted]
+    session_id: int
+    incremental: bool
+    deadline_ms: int
+
+    def poll(self, now_ms: int) -> FetchResponse | None:
+        state, request = self.state, self.request
+        by_id = self.api_version >= 13
+        budget = min(request.max_bytes, state.config.fetch_max_bytes) if self.api_version >= 3 else state.config.fetch_max_bytes
+        total = 0
+        errors = False
+        results: list[tuple[_Wanted, FetchResponsePartitionData]] = []
+        for item in self.wanted:
+            data = FetchResponsePartitionData(partition_index=item.partition, high_watermark=-1, last_stable_offset=-1)
+            topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
+            replica = state.replica(topic.name, item.partition) if topic is not None else None
+            if replica is None:
+                data.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
+                data.error_code = error
+            else:
+                outcome = replica.read(
+                    item.fetch_offset,
+                    min(item.max_bytes, budget - total),
+                    isolation_level=request.isolation_level,
+                    min_one_batch=total == 0,
+                )
+                data.error_code = outcome.error_code
+                data.high_watermark = outcome.high_watermark
+                data.last_stable_offset = outcome.last_stable_offset
+                data.log_start_offset = outcome.log_start_offset
+                data.records = outcome.records
+                total += len(outcome.records)
+                # No transaction is ever aborted here; read_uncommitted gets null, as from Kafka.
+                data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
+            errors = errors or data.error_code != ErrorCode.NONE
+            results.append((item, data))
+        if total < request.min_bytes and not errors and now_ms < self.deadline_ms:
+            return None
+        return self._respond(results, by_id)
+
+    def _respond(self, results: list[tuple[_Wanted, FetchResponsePartitionData]], by_id: bool) -> FetchResponse:
+        topics: list[FetchResponseFetchableTopicResponse] = []
+        for item, data in results:
+            entry = item.entry
+            if entry is not None:
+                keep = (
+                    not self.incremental
+                    or data.records
+                    or data.error_code != ErrorCode.NONE
+                    or entry.changed(data.high_watermark, data.last_stable_offset, data.log_start_offset)
+                )
+                entry.remember(data.high_watermark, data.last_stable_offset, data.log_start_offset)
+                if not keep:
+                    continue
+            if not topics or (topics[-1].topic_id if by_id else topics[-1].topic) != (item.topic_id if by_id else item.key):
+                topics.append(
+                    FetchResponseFetchableTopicResponse(
+                        topic="" if by_id else item.key, topic_id=item.topic_id if by_id else ZERO_UUID
+                    )
+                )
+            topics[-1].partitions.append(data)
+        return FetchResponse(session_id=self.session_id, responses=topics)

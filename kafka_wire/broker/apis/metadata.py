@@ -1,0 +1,98 @@
+"""Metadata.
+
+Behaviour: a null topic list (or an empty one at v0) lists every topic, internal ones included; a
+named topic that does not exist is created when both the broker (``auto.create.topics.enable``) and
+the request (v4+ ``allow_auto_topic_creation``) allow it, and reported at once. Topics may be named
+by id (v10+). This broker leads every partition; replicas and ISR are this node.
+Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Final
+
+from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
+from kafka_wire.broker.state import Context
+from kafka_wire.codec.runtime import ZERO_UUID
+from kafka_wire.messages import (
+    ErrorCode,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+#: Kafka's "authorized operations not requested" value.
+OPERATIONS_NOT_REQUESTED: Final = -(2**31)
+#: Every topic operation (READ..DESCRIBE_CONFIGS bits) for a broker without ACLs.
+ALL_TOPIC_OPERATIONS: Final = 0b0000_1111_1111_1000
+ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1110_1000
+
+
+def brokers(ctx: Context) -> list[MetadataResponseBroker]:
+    config = ctx.state.config
+    return [MetadataResponseBroker(node_id=config.node_id, host=config.host, port=config.port, rack=config.rack)]
+
+
+def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) -> MetadataResponseTopic:
+    node = ctx.state.config.node_id
+    partitions = []
+    for index in range(topic.partitions):
+        replica = ctx.state.replica(topic.name, index)
+        epoch = replica.leader_epoch if replica is not None else 0
+        partitions.append(
+            MetadataResponsePartition(
+                partition_index=index, leader_id=node, leader_epoch=epoch, replica_nodes=[node], isr_nodes=[node]
+            )
+        )
+    return MetadataResponseTopic(
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=partitions,
+        topic_authorized_operations=ALL_TOPIC_OPERATIONS if operations else OPERATIONS_NOT_REQUESTED,
+    )
+
+
+def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse:
+    state = ctx.state
+    operations = request.include_topic_authorized_operations
+    wanted = request.topics
+    topics: list[MetadataResponseTopic] = []
+    if wanted is None or (ctx.api_version == 0 and not wanted):
+        topics = [topic_metadata(ctx, t, operations=operations) for t in sorted(state.metadata.topics.values(), key=lambda t: t.name)]
+    else:
+        auto_create = state.config.auto_create_topics and (ctx.api_version < 4 or request.allow_auto_topic_creation)
+        for entry in wanted:
+            topics.append(_one_topic(ctx, entry.name, entry.topic_id, auto_create=auto_create, operations=operations))
+    return MetadataResponse(
+        brokers=brokers(ctx),
+        cluster_id=state.metadata.cluster_id,
+        controller_id=state.config.node_id,
+        topics=topics,
+        cluster_authorized_operations=(
+            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED
+        ),
+    )
+
+
+def _one_topic(
+    ctx: Context, name: str | None, topic_id: uuid.UUID, *, auto_create: bool, operations: bool
+) -> MetadataResponseTopic:
+    state = ctx.state
+    if name is None:
+        topic = state.topic_with_id(topic_id) if topic_id != ZERO_UUID else None
+        if topic is None:
+            return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
+        return topic_metadata(ctx, topic, operations=operations)
+    topic = state.topic_named(name)
+    if topic is not None:
+        return topic_metadata(ctx, topic, operations=operations)
+    if topic_name_problem(name) is not None:
+        return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
+    if not auto_create:
+        return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    topic = state.create_topic(name, state.config.num_partitions, {}, ctx.now_ms)
+    return topic_metadata(ctx, topic, operations=operations)

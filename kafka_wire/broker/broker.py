@@ -1,0 +1,307 @@
+"""``Broker``: the engine, composed. Connection bytes and time in; effects out.
+
+Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
+``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
+storage effects of the call first (the driver applies them, in order, before anything is sent, so a
+response never acknowledges data that is not written), then ``Send`` / ``CloseConnection``. No
+clock, socket, file or ambient randomness is used: the same inputs give the same effects.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
+from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.effects import CloseConnection, Effect, Send
+from kafka_wire.broker.fetch_sessions import FetchSessionCache
+from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
+from kafka_wire.broker.log.config import LogConfig
+from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
+from kafka_wire.broker.sasl import server_sasl
+from kafka_wire.broker.state import BrokerState, Context, Waiting
+from kafka_wire.broker.storage import StorageReader
+from kafka_wire.codec.runtime import Message
+from kafka_wire.errors import LocalProtocolError, ProtocolError
+from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
+from kafka_wire.protocol.events import (
+    NEED_DATA,
+    Authenticated,
+    AuthenticationFailed,
+    ConnectionClosed,
+    Request,
+    UnsupportedRequest,
+)
+from kafka_wire.protocol.server import ServerConfig, ServerConnection
+from kafka_wire.records import NewRecord, build_batch, read_batches
+
+
+@dataclass(slots=True)
+class _Connection:
+    server: ServerConnection
+    host: str
+    principal: str = ""
+
+
+@dataclass(slots=True)
+class _Held:
+    conn_id: int
+    request: Request
+    waiting: Waiting
+
+
+class Broker:
+    """A single-node Kafka broker as a pure state machine."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        storage: StorageReader,
+        *,
+        rng: random.Random,
+        member_id_factory: Callable[[str], str] | None = None,
+        nonce_factory: Callable[[], str] | None = None,
+    ) -> None:
+        self.config = config
+        self._storage = storage
+        self._rng = rng
+        self._nonce_factory = nonce_factory or (lambda: f"{rng.getrandbits(192):048x}")
+        self._member_id_factory = member_id_factory
+        self._conns: dict[int, _Connection] = {}
+        self._held: list[_Held] = []
+        self._tokens: dict[tuple[int, int], Request] = {}
+        self._server_config = ServerConfig(api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes)
+        self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
+        self._state: BrokerState | None = None
+        self._group: GroupCoordinator | None = None
+        self._next_maintenance_ms = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> BrokerState:
+        if self._state is None:
+            raise LocalProtocolError("the broker has not been started")
+        return self._state
+
+    def start(self, now_ms: int) -> list[Effect]:
+        """Open (and recover) every log, load group state; effects create missing files."""
+        if self._state is not None:
+            raise LocalProtocolError("the broker is already started")
+        config = self.config
+        metadata = ClusterMetadata.load(self._storage, cluster_id=config.cluster_id, node_id=config.node_id)
+        state = BrokerState(
+            config=config,
+            storage=self._storage,
+            rng=self._rng,
+            metadata=metadata,
+            defaults=LogConfig.from_properties(config.topic_defaults),
+            fetch_sessions=FetchSessionCache(config.fetch_session_cache_slots, self._rng),
+        )
+        self._state = state
+        state.open_existing(now_ms)
+        state.effects += metadata.persist()
+        self._group = GroupCoordinator(
+            GroupConfig(
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+                offsets_retention_ms=config.offsets_retention_ms,
+                offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+            ),
+            member_id_factory=self._member_id_factory,
+            topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
+        )
+        self._group.load(self._stored_group_records())
+        self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
+        return self._flush([])
+
+    def shutdown(self, now_ms: int) -> list[Effect]:
+        """Close every connection and make every log durable."""
+        out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
+        self._conns.clear()
+        self._held.clear()
+        state = self.state
+        for replica in state.partitions.values():
+            state.effects += replica.log.close()
+        return self._flush(out)
+
+    def _stored_group_records(self) -> Iterator[tuple[bytes, bytes | None]]:
+        state = self.state
+        topic = state.topic_named(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        for index in range(topic.partitions):
+            replica = state.replica(OFFSETS_TOPIC, index)
+            if replica is None:
+                continue
+            offset = replica.log_start_offset
+            while offset < replica.high_watermark:
+                outcome = replica.read(offset, 1 << 20, isolation_level=0, min_one_batch=True)
+                if outcome.error_code or not outcome.records:
+                    break
+                for batch in read_batches(outcome.records):
+                    if not batch.is_control:
+                        for record in batch:
+                            if record.key is not None:
+                                yield bytes(record.key), None if record.value is None else bytes(record.value)
+                    offset = max(offset, batch.next_offset)
+
+    # -- connections ----------------------------------------------------------------------------
+
+    def connection_opened(self, conn_id: int, now_ms: int, *, host: str = "") -> list[Effect]:
+        if conn_id in self._conns:
+            raise LocalProtocolError(f"connection {conn_id} is already open")
+        self._conns[conn_id] = _Connection(ServerConnection(self._server_config, sasl=self._sasl), host)
+        return []
+
+    def connection_closed(self, conn_id: int, now_ms: int) -> list[Effect]:
+        self._conns.pop(conn_id, None)
+        self._held = [h for h in self._held if h.conn_id != conn_id]
+        return self._flush([])
+
+    def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> list[Effect]:
+        conn = self._conns.get(conn_id)
+        if conn is None:
+            raise LocalProtocolError(f"no open connection {conn_id}")
+        out: list[Effect] = []
+        try:
+            conn.server.receive_data(data)
+            self._drain(conn_id, conn, now_ms, out)
+        except ProtocolError:
+            # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
+            self._close(conn_id, conn, out)
+        self._poll_held(now_ms, out)
+        return self._flush(out)
+
+    def tick(self, now_ms: int) -> list[Effect]:
+        out: list[Effect] = []
+        state = self.state
+        assert self._group is not None
+        self._apply_group(self._group.tick(now_ms), now_ms, out)
+        periodic = now_ms >= self._next_maintenance_ms
+        for replica in state.partitions.values():
+            due = replica.log.next_deadline_ms()
+            if periodic or (due is not None and due <= now_ms):
+                replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
+                replica.producers.truncate_before(replica.log_start_offset)
+                state.touch(replica)
+        if periodic:
+            self._next_maintenance_ms = now_ms + self.config.retention_check_interval_ms
+        self._poll_held(now_ms, out)
+        return self._flush(out)
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines = [h.waiting.deadline_ms for h in self._held]
+        if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
+            deadlines.append(group)
+        if self._state is not None:
+            deadlines.append(self._next_maintenance_ms)
+            deadlines += [d for r in self._state.partitions.values() if (d := r.log.next_deadline_ms()) is not None]
+        return min(deadlines) if deadlines else None
+
+    # -- request handling -----------------------------------------------------------------------
+
+    def _drain(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+        server = conn.server
+        while (event := server.next_event()) is not NEED_DATA:
+            if isinstance(event, Request):
+                self._dispatch(conn_id, conn, event, now_ms, out)
+            elif isinstance(event, UnsupportedRequest):
+                self._send(conn_id, server.reject(event), out)
+            elif isinstance(event, Authenticated):
+                conn.principal = event.principal
+            elif isinstance(event, AuthenticationFailed | ConnectionClosed):
+                pass
+            if server.must_close or isinstance(event, ConnectionClosed):
+                self._close(conn_id, conn, out)
+                return
+        self._send(conn_id, server.data_to_send(), out)
+
+    def _dispatch(self, conn_id: int, conn: _Connection, request: Request, now_ms: int, out: list[Effect]) -> None:
+        key = request.api_key
+        if key in GROUP_APIS:
+            assert self._group is not None
+            token = (conn_id, request.correlation_id)
+            self._tokens[token] = request
+            effects = self._group.handle(
+                token,
+                request.body,
+                request.api_version,
+                now_ms,
+                client_id=request.header.client_id or "",
+                client_host=conn.host,
+            )
+            self._apply_group(effects, now_ms, out)
+            return
+        if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            # Only reached without a SASL gate: Kafka refuses SASL on a plaintext listener.
+            refusal: Message = (
+                SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
+                if key == ApiKey.SASL_HANDSHAKE
+                else SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled")
+            )
+            self._respond(conn_id, request, refusal, out)
+            return
+        ctx = Context(
+            state=self.state, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
+        )
+        result = HANDLERS[key](ctx, request.body)
+        if isinstance(result, Message):
+            self._respond(conn_id, request, result, out)
+        else:
+            self._held.append(_Held(conn_id, request, result))
+
+    def _respond(self, conn_id: int, request: Request, body: Message, out: list[Effect]) -> None:
+        conn = self._conns.get(conn_id)
+        if conn is None or not request.expects_response:
+            return
+        self._send(conn_id, conn.server.send(request.reply(body)), out)
+
+    def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
+        still: list[_Held] = []
+        for held in self._held:
+            body = held.waiting.poll(now_ms)
+            if body is None:
+                still.append(held)
+            else:
+                self._respond(held.conn_id, held.request, body, out)
+        self._held = still
+
+    def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, Persist):
+                self._persist_group_records(effect, now_ms)
+            else:
+                token = effect.token
+                assert isinstance(token, tuple)
+                request = self._tokens.pop(token, None)
+                if request is not None:
+                    self._respond(token[0], request, effect.body, out)
+
+    def _persist_group_records(self, effect: Persist, now_ms: int) -> None:
+        state = self.state
+        state.offsets_topic(now_ms)
+        replica = state.replica(OFFSETS_TOPIC, effect.partition)
+        assert replica is not None, "the coordinator sizes partitions from offsets_topic_num_partitions"
+        records = [NewRecord(key, value, (), now_ms) for key, value in effect.records]
+        replica.append_as_leader(build_batch(records, default_timestamp=now_ms), now_ms)
+        state.touch(replica)
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def _send(self, conn_id: int, data: bytes, out: list[Effect]) -> None:
+        if data:
+            out.append(Send(conn_id, (data,)))
+
+    def _close(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
+        self._send(conn_id, conn.server.data_to_send(), out)
+        out.append(CloseConnection(conn_id))
+        self._conns.pop(conn_id, None)
+        self._held = [h for h in self._held if h.conn_id != conn_id]
+
+    def _flush(self, out: list[Effect]) -> list[Effect]:
+        storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []
+        return storage + out

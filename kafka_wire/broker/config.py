@@ -1,0 +1,138 @@
+"""Broker configuration: one frozen dataclass, readable from Kafka's property names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Final
+
+from kafka_wire.errors import KafkaWireError
+from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+
+
+class BrokerConfigError(KafkaWireError):
+    """A broker configuration value is invalid; ``key`` names it."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        self.key = key
+        super().__init__(f"{key}: {reason}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    #: ``node.id``
+    node_id: int = 1
+    #: The advertised listener clients are told to connect to (``advertised.listeners``).
+    host: str = "127.0.0.1"
+    port: int = 9092
+    #: ``cluster.id``; kept in ``meta.properties`` once the data directory exists.
+    cluster_id: str = "kafka-wire-cluster"
+    rack: str | None = None
+    #: ``auto.create.topics.enable`` (Kafka's default: true), with ``num.partitions``.
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    #: ``delete.topic.enable``
+    delete_topic_enable: bool = True
+    #: Topic-level defaults as Kafka property names without the ``log.`` prefix
+    #: (``{"segment.bytes": "1048576"}``); see ``kafka_wire.broker.log.config``.
+    topic_defaults: Mapping[str, str] = field(default_factory=dict)
+    #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days).
+    offsets_topic_num_partitions: int = 50
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    #: ``socket.request.max.bytes``
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    #: ``fetch.max.bytes`` on the broker (55 MiB): the cap on one Fetch response.
+    fetch_max_bytes: int = 57_671_680
+    #: ``max.incremental.fetch.session.cache.slots``
+    fetch_session_cache_slots: int = 1000
+    #: ``log.retention.check.interval.ms``: how often retention and compaction run.
+    retention_check_interval_ms: int = 300_000
+    #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
+    #: password; empty means plaintext without authentication.
+    sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("num_partitions", "offsets_topic_num_partitions", "default_replication_factor"):
+            if getattr(self, name) < 1:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        if not 0 <= self.port <= 65535:
+            raise BrokerConfigError("port", "must be a TCP port")
+        for mechanism in self.sasl_users:
+            if mechanism not in SASL_MECHANISMS:
+                raise BrokerConfigError("sasl.enabled.mechanisms", f"unknown mechanism {mechanism!r}")
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str], base: BrokerConfig | None = None) -> BrokerConfig:
+        """Apply Kafka-named properties (``num.partitions=3``, ``log.segment.bytes=…``) to ``base``."""
+        base = base or cls()
+        changes: dict[str, object] = {}
+        topic_defaults = dict(base.topic_defaults)
+        for key, raw in properties.items():
+            value = raw.strip()
+            if key in _FIELD_OF:
+                name = _FIELD_OF[key]
+                kind = _KINDS[name]
+                changes[name] = _parse(key, value, kind)
+            elif key.startswith("log.") and key not in _IGNORED:
+                topic_defaults[key.removeprefix("log.")] = value
+            elif key.startswith("sasl.users."):
+                # sasl.users.<MECHANISM>.<user>=<password>
+                mechanism, _, user = key.removeprefix("sasl.users.").partition(".")
+                users = {m: dict(u) for m, u in (changes.get("sasl_users") or base.sasl_users).items()}  # type: ignore[attr-defined]
+                users.setdefault(mechanism, {})[user] = value
+                changes["sasl_users"] = users
+            elif key not in _IGNORED:
+                raise BrokerConfigError(key, "unknown broker property")
+        changes["topic_defaults"] = topic_defaults
+        return replace(base, **changes)  # type: ignore[arg-type]  # values parsed per field kind
+
+
+SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+_PROPERTY_OF: Final = {
+    "node_id": "node.id",
+    "host": "advertised.host",
+    "port": "advertised.port",
+    "cluster_id": "cluster.id",
+    "rack": "broker.rack",
+    "auto_create_topics": "auto.create.topics.enable",
+    "num_partitions": "num.partitions",
+    "default_replication_factor": "default.replication.factor",
+    "delete_topic_enable": "delete.topic.enable",
+    "offsets_topic_num_partitions": "offsets.topic.num.partitions",
+    "offsets_retention_ms": "offsets.retention.ms",
+    "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
+    "group_min_session_timeout_ms": "group.min.session.timeout.ms",
+    "group_max_session_timeout_ms": "group.max.session.timeout.ms",
+    "max_frame_bytes": "socket.request.max.bytes",
+    "fetch_max_bytes": "fetch.max.bytes",
+    "fetch_session_cache_slots": "max.incremental.fetch.session.cache.slots",
+    "retention_check_interval_ms": "log.retention.check.interval.ms",
+}
+_FIELD_OF: Final = {prop: name for name, prop in _PROPERTY_OF.items()}
+_KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}
+#: Properties accepted and ignored: they configure what the adapter or Kafka's JVM does.
+_IGNORED: Final = frozenset(
+    {"log.dirs", "log.dir", "listeners", "process.roles", "controller.quorum.voters"}
+)
+
+
+def _parse(key: str, value: str, kind: object) -> object:
+    text = str(kind)
+    try:
+        if text == "bool":
+            if value.lower() not in ("true", "false"):
+                raise ValueError(value)
+            return value.lower() == "true"
+        if text == "int":
+            return int(value)
+        if text == "str | None":
+            return value or None
+        return value
+    except ValueError:
+        raise BrokerConfigError(key, f"invalid value {value!r}") from None

@@ -1,0 +1,97 @@
+"""What the engine asks its driver to do: small frozen values, applied in the order returned.
+
+Storage effects name files by POSIX paths relative to the data directory
+(``"orders-0/00000000000000000000.log"``). A driver applies every storage effect of one call,
+in order, before it feeds the engine its next input; the engine may read back through its
+:class:`~kafka_wire.broker.storage.StorageReader` only what earlier calls wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class FileRegion:
+    """``size`` bytes of a stored file from ``position``: sent with ``sendfile`` where possible."""
+
+    path: str
+    position: int
+    size: int
+
+
+# -- network -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write ``parts`` (bytes, and file regions for zero-copy fetch) to a connection, in order."""
+
+    conn_id: int
+    parts: tuple[bytes | FileRegion, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConnection:
+    """Close a connection after writing what was sent before."""
+
+    conn_id: int
+
+
+# -- storage -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MakeDir:
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """Append ``data`` to a file, creating it when missing."""
+
+    path: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WriteAt:
+    """Write ``data`` at ``position`` (files grow as needed; used for small metadata files)."""
+
+    path: str
+    position: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    """Cut a file to ``size`` bytes."""
+
+    path: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fsync:
+    """Make a file's content durable (and its directory entry)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rename:
+    """Atomically rename ``source`` to ``target`` (replacing it)."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete a file, or a directory with everything in it."""
+
+    path: str
+
+
+StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
+Effect = Send | CloseConnection | StorageEffect

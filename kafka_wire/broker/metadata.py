@@ -1,0 +1,142 @@
+"""Cluster metadata kept by the broker: topics (ids, partition counts, config overrides) and the
+next producer id, persisted in the data directory.
+
+Files (all written through storage effects):
+- ``meta.properties``: Kafka's file (``version``, ``node.id``, ``cluster.id``), so Kafka's tools
+  recognise the directory.
+- ``<topic>-<partition>/partition.metadata``: Kafka's file naming the topic id.
+- ``kafka-wire-metadata.json``: what Kafka keeps in its metadata log; replaced atomically
+  (written to a ``.tmp`` file, fsynced, renamed).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Final
+
+from kafka_wire.broker.effects import Fsync, Rename, StorageEffect, Truncate, WriteAt
+from kafka_wire.broker.storage import StorageReader
+
+METADATA_FILE: Final = "kafka-wire-metadata.json"
+META_PROPERTIES: Final = "meta.properties"
+PARTITION_METADATA: Final = "partition.metadata"
+OFFSETS_TOPIC: Final = "__consumer_offsets"
+#: Kafka's rule for topic names (``Topic.validate``): at most 249 of ``[a-zA-Z0-9._-]``.
+_LEGAL_TOPIC: Final = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: Producer ids Kafka hands out start at 0 in blocks; ours count up from here.
+FIRST_PRODUCER_ID: Final = 0
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a legal topic name, or None."""
+    if name in ("", ".", ".."):
+        return f"topic name {name!r} is illegal"
+    if not _LEGAL_TOPIC.fullmatch(name):
+        return f"topic name {name!r} is illegal: use at most 249 of ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+def partition_dir(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def random_uuid(rng: random.Random) -> uuid.UUID:
+    """A version-4 UUID from the injected generator (never the all-zero or reserved ids)."""
+    while True:
+        value = uuid.UUID(int=rng.getrandbits(128), version=4)
+        if value.int not in (0, 1):
+            return value
+
+
+def kafka_uuid_text(value: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    #: Topic config overrides, by Kafka property name.
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+@dataclass(slots=True)
+class ClusterMetadata:
+    cluster_id: str
+    node_id: int
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    next_producer_id: int = FIRST_PRODUCER_ID
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        for topic in self.topics.values():
+            if topic.topic_id == topic_id:
+                return topic
+        return None
+
+    @classmethod
+    def load(cls, storage: StorageReader, *, cluster_id: str, node_id: int) -> ClusterMetadata:
+        """Read the metadata file (a fresh, empty metadata when there is none)."""
+        size = storage.size(METADATA_FILE)
+        meta = cls(cluster_id=cluster_id, node_id=node_id)
+        if size is None:
+            return meta
+        document = json.loads(storage.read(METADATA_FILE, 0, size))
+        meta.cluster_id = str(document.get("cluster_id", cluster_id))
+        meta.next_producer_id = int(document.get("next_producer_id", FIRST_PRODUCER_ID))
+        for entry in document.get("topics", []):
+            topic = TopicInfo(
+                name=str(entry["name"]),
+                topic_id=uuid.UUID(str(entry["topic_id"])),
+                partitions=int(entry["partitions"]),
+                configs={str(k): str(v) for k, v in entry.get("configs", {}).items()},
+                internal=bool(entry.get("internal", False)),
+            )
+            meta.topics[topic.name] = topic
+        return meta
+
+    def persist(self) -> list[StorageEffect]:
+        """Effects that replace the metadata file atomically, and ``meta.properties``."""
+        document = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "node_id": self.node_id,
+            "next_producer_id": self.next_producer_id,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "partitions": t.partitions,
+                    "configs": dict(sorted(t.configs.items())),
+                    "internal": t.internal,
+                }
+                for t in sorted(self.topics.values(), key=lambda t: t.name)
+            ],
+        }
+        data = json.dumps(document, indent=1, sort_keys=True).encode()
+        tmp = METADATA_FILE + ".tmp"
+        properties = f"version=1\nnode.id={self.node_id}\ncluster.id={self.cluster_id}\n".encode()
+        return [
+            *replace_file(tmp, data),
+            Fsync(tmp),
+            Rename(tmp, METADATA_FILE),
+            *replace_file(META_PROPERTIES, properties),
+        ]
+
+
+def partition_metadata_effects(topic: TopicInfo, partition: int) -> list[StorageEffect]:
+    """Kafka's ``partition.metadata`` file for one partition directory."""
+    text = f"version: 0\ntopic_id: {kafka_uuid_text(topic.topic_id)}\n".encode()
+    return replace_file(f"{partition_dir(topic.name, partition)}/{PARTITION_METADATA}", text)
+
+
+def replace_file(path: str, data: bytes) -> list[StorageEffect]:
+    """Effects that make ``path`` hold exactly ``data``."""
+    return [WriteAt(path, 0, data), Truncate(path, len(data))]

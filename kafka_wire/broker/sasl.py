@@ -1,0 +1,45 @@
+"""The broker's SASL gate: PLAIN and SCRAM users from configuration.
+
+``sasl_users`` maps a mechanism to users and passwords. SCRAM credentials are derived once at
+start-up with a salt drawn from the broker's nonce source (so the engine stays deterministic under
+test) and Kafka's minimum of 4096 iterations. No users means no gate: plaintext.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Callable, Mapping
+from functools import partial
+
+from kafka_wire.protocol.sasl import MIN_SCRAM_ITERATIONS, PlainServer, ScramCredential, ScramServer
+from kafka_wire.protocol.sasl.base import SaslServerMechanism
+from kafka_wire.protocol.server import ServerSasl
+
+
+def server_sasl(users: Mapping[str, Mapping[str, str]], nonce: Callable[[], str]) -> ServerSasl | None:
+    if not users:
+        return None
+    mechanisms: dict[str, Callable[[], SaslServerMechanism]] = {}
+    for mechanism, passwords in users.items():
+        if mechanism == "PLAIN":
+            table = dict(passwords)
+            mechanisms[mechanism] = partial(PlainServer, partial(_check_plain, table))
+        else:
+            credentials = {
+                user: ScramCredential.from_password(
+                    mechanism, password, hashlib.sha256(nonce().encode()).digest(), MIN_SCRAM_ITERATIONS
+                )
+                for user, password in passwords.items()
+            }
+            mechanisms[mechanism] = partial(_scram_server, mechanism, credentials, nonce)
+    return ServerSasl(mechanisms=mechanisms)
+
+
+def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
+    expected = table.get(user)
+    return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+
+
+def _scram_server(mechanism: str, credentials: Mapping[str, ScramCredential], nonce: Callable[[], str]) -> ScramServer:
+    return ScramServer(mechanism, credentials.get, nonce())

@@ -1,0 +1,203 @@
+"""The broker's state shared by the API handlers: topics, partitions, logs and pending effects.
+
+Handlers change it and queue storage effects here; ``Broker`` hands the effects to its driver at
+the end of each call, in the order they were queued.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.effects import Delete, MakeDir, StorageEffect
+from kafka_wire.broker.fetch_sessions import FetchSessionCache
+from kafka_wire.broker.log.config import ConfigError, LogConfig
+from kafka_wire.broker.log.log import PartitionLog
+from kafka_wire.broker.metadata import (
+    OFFSETS_TOPIC,
+    ClusterMetadata,
+    TopicInfo,
+    partition_dir,
+    partition_metadata_effects,
+    random_uuid,
+    topic_name_problem,
+)
+from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.storage import StorageReader
+from kafka_wire.codec.runtime import Message
+from kafka_wire.messages import ErrorCode
+from kafka_wire.protocol.events import Request
+
+
+class Waiting(Protocol):
+    """A request held until it can be answered (Fetch waiting for data, a group join)."""
+
+    deadline_ms: int
+
+    def poll(self, now_ms: int) -> Message | None:
+        """The response once it is ready (always at or after the deadline), else None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a handler knows about the request it answers."""
+
+    state: BrokerState
+    conn_id: int
+    request: Request
+    now_ms: int
+    principal: str = ""
+    client_host: str = ""
+
+    @property
+    def api_version(self) -> int:
+        return self.request.api_version
+
+
+@dataclass(frozen=True, slots=True)
+class TopicError:
+    error_code: int
+    message: str
+
+
+@dataclass
+class BrokerState:
+    config: BrokerConfig
+    storage: StorageReader
+    rng: random.Random
+    metadata: ClusterMetadata
+    defaults: LogConfig
+    fetch_sessions: FetchSessionCache
+    partitions: dict[tuple[str, int], PartitionReplica] = field(default_factory=dict)
+    effects: list[StorageEffect] = field(default_factory=list)
+    #: Logs touched since the last collection, in first-touch order.
+    touched: dict[tuple[str, int], None] = field(default_factory=dict)
+
+    # -- topic configuration --------------------------------------------------------------------
+
+    def log_config(self, topic: TopicInfo) -> LogConfig:
+        return LogConfig.from_properties(topic.configs, base=self.defaults)
+
+    def check_configs(self, configs: Mapping[str, str]) -> TopicError | None:
+        try:
+            LogConfig.from_properties(configs, base=self.defaults)
+        except ConfigError as exc:
+            return TopicError(ErrorCode.INVALID_CONFIG, str(exc))
+        return None
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def check_new_topic(self, name: str, partitions: int, replication_factor: int) -> TopicError | None:
+        problem = topic_name_problem(name)
+        if problem is not None:
+            return TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if name in self.metadata.topics:
+            return TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if partitions < 1:
+            return TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor < 1:
+            return TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+        if replication_factor > 1:
+            return TopicError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
+                f"of {replication_factor} cannot be reached because only 1 broker(s) are registered.",
+            )
+        return None
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str], now_ms: int, *, internal: bool = False
+    ) -> TopicInfo:
+        topic = TopicInfo(
+            name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs), internal=internal
+        )
+        self.metadata.topics[name] = topic
+        self._open_partitions(topic, range(partitions), now_ms)
+        self.effects += self.metadata.persist()
+        return topic
+
+    def add_partitions(self, topic: TopicInfo, count: int, now_ms: int) -> None:
+        old = topic.partitions
+        topic.partitions = count
+        self._open_partitions(topic, range(old, count), now_ms)
+        self.effects += self.metadata.persist()
+
+    def delete_topic(self, topic: TopicInfo) -> None:
+        for index in range(topic.partitions):
+            replica = self.partitions.pop((topic.name, index), None)
+            if replica is not None:
+                self.effects += replica.log.take_effects()
+                self.touched.pop((topic.name, index), None)
+            self.effects.append(Delete(partition_dir(topic.name, index)))
+        del self.metadata.topics[topic.name]
+        self.effects += self.metadata.persist()
+
+    def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
+        topic.configs = dict(configs)
+        config = self.log_config(topic)
+        for index in range(topic.partitions):
+            replica = self.partitions.get((topic.name, index))
+            if replica is not None:
+                replica.log.update_config(config)
+        self.effects += self.metadata.persist()
+
+    def open_existing(self, now_ms: int) -> None:
+        """Open (and recover) the log of every partition the metadata names."""
+        for topic in self.metadata.topics.values():
+            self._open_partitions(topic, range(topic.partitions), now_ms)
+
+    def _open_partitions(self, topic: TopicInfo, indexes: range, now_ms: int) -> None:
+        config = self.log_config(topic)
+        for index in indexes:
+            directory = partition_dir(topic.name, index)
+            if self.storage.size(f"{directory}/partition.metadata") is None:
+                self.effects.append(MakeDir(directory))
+                self.effects += partition_metadata_effects(topic, index)
+            log = PartitionLog.open(directory, config, self.storage, now_ms)
+            replica = PartitionReplica(
+                topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
+            )
+            replica.open()
+            self.partitions[topic.name, index] = replica
+            self.touch(replica)
+
+    def touch(self, replica: PartitionReplica) -> None:
+        self.touched[replica.topic, replica.partition] = None
+
+    def collect_effects(self) -> list[StorageEffect]:
+        """Every storage effect queued since the last call, in order."""
+        for key in self.touched:
+            replica = self.partitions.get(key)
+            if replica is not None:
+                self.effects += replica.log.take_effects()
+        self.touched.clear()
+        effects, self.effects = self.effects, []
+        return effects
+
+    # -- lookups --------------------------------------------------------------------------------
+
+    def topic_named(self, name: str) -> TopicInfo | None:
+        return self.metadata.topics.get(name)
+
+    def topic_with_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self.metadata.topic_by_id(topic_id)
+
+    def replica(self, topic: str, partition: int) -> PartitionReplica | None:
+        return self.partitions.get((topic, partition))
+
+    def offsets_topic(self, now_ms: int) -> TopicInfo:
+        topic = self.metadata.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.create_topic(
+                OFFSETS_TOPIC,
+                self.config.offsets_topic_num_partitions,
+                {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+                now_ms,
+                internal=True,
+            )
+        return topic

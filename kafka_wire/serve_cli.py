@@ -1,0 +1,77 @@
+"""``kafka-wire serve``: run the broker on a TCP port with its data in a directory."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import signal
+import sys
+from pathlib import Path
+
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="run a Kafka broker",
+        description="Run kafka_wire's broker: real Kafka clients can connect to it.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=9092, help="TCP port (default 9092; 0 picks a free one)")
+    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="log directory (default ./data)")
+    parser.add_argument("--config", type=Path, help="a broker properties file (Kafka's property names)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a broker property, e.g. num.partitions=3"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _properties(path: Path | None, pairs: list[str]) -> dict[str, str]:
+    props: dict[str, str] = {}
+    if path is not None:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith(("#", "!")):
+                key, value = ([*re.split(r"\s*[=:]\s*|\s+", line, maxsplit=1), ""])[:2]
+                props[key] = value
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise BrokerConfigError(pair, "expected KEY=VALUE")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = BrokerConfig.from_properties(_properties(args.config, args.set), BrokerConfig(host=args.host))
+    except BrokerConfigError as exc:
+        print(f"kafka-wire serve: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(config, args.host, args.port, args.data_dir))
+
+
+async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
+    from dataclasses import replace
+
+    from kafka_wire.adapters.broker_server import BrokerServer
+
+    if port == 0:
+        # Bind first to learn the port, then advertise it.
+        probe = await asyncio.start_server(lambda r, w: None, host, 0)
+        port = probe.sockets[0].getsockname()[1]
+        probe.close()
+        await probe.wait_closed()
+    server = BrokerServer(replace(config, host=host, port=port), data_dir)
+    bound = await server.start(host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
+    await stop.wait()
+    await server.stop()
+    print("kafka-wire serve: stopped", flush=True)
+    return 0

@@ -1,0 +1,104 @@
+"""Drive a Broker without sockets: in-memory storage, scripted clients and a virtual clock."""
+
+from __future__ import annotations
+
+import random
+
+from kafka_wire.broker import Broker, BrokerConfig
+from kafka_wire.broker.effects import CloseConnection, Effect, Send
+from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.codec.runtime import Message
+from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+
+
+class Engine:
+    """A broker on MemoryStorage; effects are applied as a driver would apply them."""
+
+    def __init__(self, config: BrokerConfig | None = None, *, seed: int = 7, storage: MemoryStorage | None = None) -> None:
+        self.storage = storage or MemoryStorage()
+        self.config = config or BrokerConfig(group_initial_rebalance_delay_ms=0)
+        self.broker = Broker(
+            self.config,
+            self.storage,
+            rng=random.Random(seed),
+            member_id_factory=lambda client_id: f"{client_id}-member",
+            nonce_factory=lambda: "fixed-nonce",
+        )
+        self.now_ms = 1_700_000_000_000
+        self.log: list[Effect] = []
+        self.outbox: dict[int, bytearray] = {}
+        self.closed: set[int] = set()
+        self._apply(self.broker.start(self.now_ms))
+
+    def _apply(self, effects: list[Effect]) -> None:
+        self.log += effects
+        self.storage.apply(effects)
+        for effect in effects:
+            if isinstance(effect, Send):
+                for part in effect.parts:
+                    assert isinstance(part, bytes)
+                    self.outbox.setdefault(effect.conn_id, bytearray()).extend(part)
+            elif isinstance(effect, CloseConnection):
+                self.closed.add(effect.conn_id)
+
+    def open(self, conn_id: int) -> None:
+        self._apply(self.broker.connection_opened(conn_id, self.now_ms, host="127.0.0.1"))
+
+    def feed(self, conn_id: int, data: bytes) -> None:
+        self._apply(self.broker.receive_data(conn_id, data, self.now_ms))
+
+    def advance(self, ms: int) -> None:
+        """Move the clock, ticking at every deadline on the way."""
+        target = self.now_ms + ms
+        while (deadline := self.broker.next_deadline_ms()) is not None and deadline <= target:
+            self.now_ms = max(self.now_ms, deadline)
+            self._apply(self.broker.tick(self.now_ms))
+        self.now_ms = target
+
+    def take(self, conn_id: int) -> bytes:
+        data = bytes(self.outbox.get(conn_id, b""))
+        self.outbox[conn_id] = bytearray()
+        return data
+
+
+class Client:
+    """A ClientConnection wired to an Engine connection."""
+
+    def __init__(self, engine: Engine, conn_id: int, *, negotiate: bool = True) -> None:
+        self.engine = engine
+        self.conn_id = conn_id
+        self.conn = ClientConnection(ClientConfig(client_id=f"client-{conn_id}", negotiate=negotiate))
+        engine.open(conn_id)
+        if negotiate:
+            self._pump()
+
+    def _pump(self) -> list[object]:
+        events: list[object] = []
+        for _ in range(10):
+            data = self.conn.data_to_send()
+            if data:
+                self.engine.feed(self.conn_id, data)
+            reply = self.engine.take(self.conn_id)
+            if reply:
+                self.conn.receive_data(reply)
+            while (event := self.conn.next_event()) is not NEED_DATA:
+                events.append(event)
+            if not data and not reply:
+                break
+        return events
+
+    def request(self, body: Message, version: int | None = None) -> Response:
+        """Send and return the response (ticking the clock if the broker holds the request)."""
+        self.engine.feed(self.conn_id, self.conn.send(body, version))
+        for _ in range(100):
+            for event in self._pump():
+                if isinstance(event, Response):
+                    return event
+            self.engine.advance(100)
+        raise AssertionError(f"no response to {type(body).__name__}")
+
+    def send(self, body: Message, version: int | None = None) -> None:
+        self.engine.feed(self.conn_id, self.conn.send(body, version))
+
+    def responses(self) -> list[Response]:
+        return [e for e in self._pump() if isinstance(e, Response)]
