@@ -422,10 +422,18 @@ class LiveDriver:
             stop_process_group(self.process)
             with self._lock:
                 self._stderr.append(f"\n[harness] killed after {timeout_s} s")
-        for thread in self._threads:
-            thread.join(5.0)
+        self._close_pipes()
         with self._lock:
             return DriverRun(self.client, self.process.returncode, list(self._events), "".join(self._stderr))
 
     def kill(self) -> None:
+        """Teardown: stop the driver if it still runs, and close its pipes."""
         stop_process_group(self.process, timeout_s=2.0)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for thread in self._threads:
+            thread.join(5.0)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()

@@ -52,6 +52,8 @@ public final class KafkaDriver {
     static final String CLIENT = "java";
     static final List<String> STEPS = List.of("metadata", "create", "produce", "consume", "group");
     static final List<String> COMPRESSIONS = List.of("none", "gzip", "snappy", "lz4", "zstd");
+    /** Never counted down: main ends the JVM with Runtime.halt, which a waiting hook does not delay. */
+    static final CountDownLatch EXITED = new CountDownLatch(1);
 
     // -- command line ---------------------------------------------------------------------------
 
@@ -306,15 +308,15 @@ public final class KafkaDriver {
 
     static void group(Args args) throws InterruptedException {
         AtomicBoolean stop = new AtomicBoolean(false);
-        CountDownLatch closed = new CountDownLatch(1);
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerConfig(args));
-        // SIGTERM runs the shutdown hooks: ask the loop to stop and wait for its clean close (the JVM
-        // exits once the hooks return).
+        // SIGTERM runs the shutdown hooks: ask the loop to stop, and hold the JVM (it exits with
+        // status 143 once the hooks return) until main has closed the consumer, printed the rest
+        // and halted with its own status.
         Thread hook = new Thread(() -> {
             stop.set(true);
             consumer.wakeup();
             try {
-                closed.await(10, TimeUnit.SECONDS);
+                EXITED.await(15, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -373,7 +375,6 @@ public final class KafkaDriver {
         } finally {
             consumer.close(Duration.ofSeconds(5)); // leaves the group
             emit("closed", "t", now());
-            closed.countDown();
         }
     }
 

@@ -1,0 +1,197 @@
+"""A consumer group rebalancing while it works: three members, one leaves, two carry on.
+
+Three ``group`` driver processes (see clients/driver_common.py) join one group on a 6-partition
+topic. Each polls batches, prints what it processed, commits the batch's offsets synchronously and
+prints the commit. The test waits for the group to settle (three disjoint assignments covering
+all six partitions), produces phase 1 (numbered records spread over the partitions) and waits until
+every record has been processed. Then one member closes cleanly (SIGTERM: ``close()`` leaves the
+group), the other two must settle on all six partitions between them, phase 2 is produced, and
+the test waits for it to be processed too.
+
+What must hold at the end:
+
+* Every produced record was processed by some member, with the value it was produced with, and
+  nothing else was processed.
+* No committed record is processed again. Precisely: order every member's events on the machine's
+  monotonic clock (``t`` in the events; CLOCK_MONOTONIC is one clock for all processes). For each
+  partition, the processed offsets form one sequence across the group, cut by the commits. After a
+  commit of next-offset ``c`` on partition ``p`` (at the time the commit call returned), no member
+  processes an offset of ``p`` below ``c``. Reprocessing uncommitted records after a rebalance
+  is allowed (at-least-once); reprocessing committed ones is not.
+* Per partition, successful commits never go backwards, and the last one is the partition's end
+  offset (everything processed was committed).
+* Each member processed something in phase 1 (the work really was shared), and the one that left
+  exited cleanly after closing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from tests.e2e.brokers import BrokerProcess
+from tests.interop.harness import Client, DriverOptions, DriverRun, LiveDriver, run_driver
+
+PARTITIONS = 6
+PHASE_RECORDS = 300
+BATCH = 20
+MEMBER_TIMEOUT_S = 90.0
+SETTLE_TIMEOUT_S = 30.0
+PROCESS_TIMEOUT_S = 30.0
+
+Event = dict[str, Any]
+
+
+def latest_assignment(events: list[Event], after: float) -> list[int] | None:
+    assigned = [e for e in events if e.get("event") == "assigned" and e["t"] > after]
+    return assigned[-1]["partitions"] if assigned else None
+
+
+def settled(members: list[LiveDriver], after: float) -> bool:
+    """Each member has an assignment since ``after``; together they are disjoint and cover every
+    partition, each member with at least one."""
+    assignments = [latest_assignment(m.events, after) for m in members]
+    if any(not a for a in assignments):
+        return False
+    every = [p for a in assignments if a for p in a]
+    return sorted(every) == list(range(PARTITIONS))
+
+
+def processed(events: list[Event]) -> set[tuple[int, int]]:
+    return {(r[0], r[1]) for e in events if e.get("event") == "processed" for r in e["records"]}
+
+
+def wait_processed(members: list[LiveDriver], wanted: set[tuple[int, int]]) -> bool:
+    def done(_: list[Event]) -> bool:
+        seen: set[tuple[int, int]] = set()
+        for m in members:
+            seen |= processed(m.events)
+        return wanted <= seen
+
+    return members[0].wait_for(done, PROCESS_TIMEOUT_S)
+
+
+def produce(target: BrokerProcess, topic: str, client: Client) -> dict[tuple[int, int], str]:
+    """Phase records: (partition, offset) -> value."""
+    run = run_driver(client, target.bootstrap, "produce", topic=topic, count=PHASE_RECORDS, timeout_s=60.0,
+                     options=DriverOptions(partitions=PARTITIONS)).check()
+    records = run.event("produced")["records"]
+    assert len(records) == PHASE_RECORDS, run.describe()
+    name = {"confluent": "confluent", "java": "java"}[client]
+    return {(p, o): f"{name}-{i}" for i, (p, o) in enumerate(records)}
+
+
+def describe(runs: list[DriverRun]) -> str:
+    return "\n\n".join(f"member {i}: " + r.describe()[:4000] for i, r in enumerate(runs))
+
+
+def commit_violations(runs: list[DriverRun]) -> list[str]:
+    """Records processed (by anyone) after a commit that covered them; see the module docstring."""
+    commits: list[tuple[float, int, int, int]] = []  # (t, member, partition, next_offset)
+    processing: list[tuple[float, int, int, int]] = []  # (t, member, partition, offset)
+    for member, run in enumerate(runs):
+        for e in run.events:
+            if e.get("event") == "committed":
+                commits += [(e["t"], member, p, c) for p, c in e["offsets"]]
+            elif e.get("event") == "processed":
+                processing += [(e["t"], member, r[0], r[1]) for r in e["records"]]
+    violations = []
+    for t_commit, committer, partition, next_offset in commits:
+        for t, member, p, offset in processing:
+            if p == partition and offset < next_offset and t > t_commit:
+                violations.append(f"partition {p} offset {offset} processed by member {member} at {t:.3f}, "
+                                  f"after member {committer} committed {next_offset} at {t_commit:.3f}")
+    return violations
+
+
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> None:
+    topic = f"rebalance-{client}"
+    group = f"rebalance-{client}"
+    run_driver(client, target.bootstrap, "create", topic=topic, timeout_s=30.0,
+               options=DriverOptions(partitions=PARTITIONS)).check()
+
+    options = DriverOptions(group=group, batch=BATCH)
+    members = [LiveDriver(client, target.bootstrap, "group", topic=topic, timeout_s=MEMBER_TIMEOUT_S,
+                          options=options, name=f"member-{i}") for i in range(3)]
+    runs: list[DriverRun] = []
+    try:
+        assert members[0].wait_for(lambda _: settled(members, 0.0), SETTLE_TIMEOUT_S), \
+            f"three members did not settle: {[latest_assignment(m.events, 0.0) for m in members]}"
+
+        phase1 = produce(target, topic, client)
+        assert wait_processed(members, set(phase1)), "phase 1 was not all processed"
+
+        leaver = members[0]
+        leaver.terminate()
+        left = leaver.finish(20.0)
+        assert left.returncode == 0 and [e["event"] for e in left.events][-2:] == ["closed", "done"], left.describe()
+        t_left = left.events[-2]["t"]
+        remaining = members[1:]
+        assert remaining[0].wait_for(lambda _: settled(remaining, t_left), SETTLE_TIMEOUT_S), \
+            f"two members did not settle after the leave: {[latest_assignment(m.events, t_left) for m in remaining]}"
+
+        phase2 = produce(target, topic, client)
+        assert wait_processed(remaining, set(phase2)), "phase 2 was not all processed"
+
+        for member in remaining:
+            member.terminate()
+        runs = [left, *(m.finish(20.0) for m in remaining)]
+    finally:
+        for member in members:
+            member.kill()
+    why = describe(runs)
+    for run in runs:
+        assert run.returncode == 0 and [e["event"] for e in run.events][-2:] == ["closed", "done"], why
+        assert not [e for e in run.events if e.get("event") == "error"], why
+
+    produced = {**phase1, **phase2}
+    assert len(produced) == 2 * PHASE_RECORDS, "the two phases share offsets"
+    values: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for run in runs:
+        for e in run.events:
+            if e.get("event") == "processed":
+                for p, o, v in e["records"]:
+                    values[(p, o)].add(v)
+    assert set(values) == set(produced), (
+        f"missing {sorted(set(produced) - set(values))[:20]}, unexpected {sorted(set(values) - set(produced))[:20]}")
+    wrong = {k: v for k, v in values.items() if v != {produced[k]}}
+    assert not wrong, f"values differ from those produced: {dict(list(wrong.items())[:10])}"
+
+    violations = commit_violations(runs)
+    assert not violations, "\n".join(violations[:20])
+
+    # Per partition: commits only move forward and end at the partition's end offset.
+    by_partition: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    for run in runs:
+        for e in run.events:
+            if e.get("event") == "committed":
+                for p, c in e["offsets"]:
+                    by_partition[p].append((e["t"], c))
+    for p in range(PARTITIONS):
+        offsets = [c for _, c in sorted(by_partition[p])]
+        assert offsets == sorted(offsets), f"partition {p}: commits went backwards: {offsets}"
+        end = max(o for q, o in produced if q == p) + 1
+        assert offsets and offsets[-1] == end, f"partition {p}: last commit {offsets[-1:]} is not the end {end}"
+
+    # The work was shared in phase 1, and the leaver processed nothing after it left.
+    for i, run in enumerate(runs):
+        assert processed(run.events) & set(phase1), f"member {i} processed nothing in phase 1. {why}"
+    assert not processed(runs[0].events) & set(phase2), why
+
+
+def test_commit_check_catches_reprocessing() -> None:
+    """The checker itself: a record processed again after a commit covering it is reported, one
+    processed again before any such commit is not."""
+
+    def run(*events: Event) -> DriverRun:
+        return DriverRun("confluent", 0, list(events))
+
+    a = run({"event": "processed", "records": [[0, 0, "v0"], [0, 1, "v1"]], "t": 1.0},
+            {"event": "committed", "offsets": [[0, 2]], "t": 2.0})
+    again_after = run({"event": "processed", "records": [[0, 1, "v1"]], "t": 3.0})
+    again_before = run({"event": "processed", "records": [[0, 1, "v1"]], "t": 1.5})
+    assert len(commit_violations([a, again_after])) == 1
+    assert commit_violations([a, again_before]) == []
