@@ -23,6 +23,7 @@ from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Waiting
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import LocalProtocolError, ProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
@@ -258,7 +259,7 @@ class Broker:
         conn = self._conns.get(conn_id)
         if conn is None or not request.expects_response:
             return
-        self._send(conn_id, conn.server.send(request.reply(body)), out)
+        self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
 
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         still: list[_Held] = []
