@@ -9,10 +9,14 @@ effect on the wire is the same, and the per-version facts that matter, such as L
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from kafka_wire.codec.runtime import Struct
 
+S = TypeVar("S", bound=Struct)
 
-def fit(message: Struct, version: int) -> Struct:
+
+def fit(message: S, version: int) -> S:
     """Reset, in place, what ``message`` cannot carry at ``version``; returns it."""
     for spec in type(message).FIELDS:
         value = getattr(message, spec.name)
