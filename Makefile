@@ -17,9 +17,9 @@ $(STAMP): pyproject.toml package.json package-lock.json
 
 install: $(STAMP)
 
-# The main job (until the broker lands): decode the reference captures of real clients to JSON.
+# The main job: a Kafka broker on 127.0.0.1:9092 with its data in ./data (Ctrl-C stops it).
 run: $(STAMP)
-	$(VENV)/bin/kafka-wire decode --hex ../shared/reference/captures/*.hex
+	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
 # The whole test suite: generated code up to date, lint, types, tests.
 test: $(STAMP)

@@ -1,0 +1,68 @@
+"""SASL against ``kafka-wire serve``: librdkafka authenticates with PLAIN, SCRAM-SHA-256 and
+SCRAM-SHA-512 users from the broker's configuration, and a wrong password is refused clearly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.brokers import KafkaWireBroker, kafka_wire
+
+USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "b0b-pw"), "SCRAM-SHA-512": ("carol", "c4rol")}
+
+PRODUCE = """
+import json, sys
+import confluent_kafka as ck
+bootstrap, mechanism, user, password = sys.argv[1:5]
+errors = []
+producer = ck.Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
+    "message.timeout.ms": 5000, "error_cb": lambda e: errors.append(str(e))})
+delivered = []
+producer.produce("sasl-topic", b"secret value", callback=lambda err, msg: delivered.append(None if err is None else str(err)))
+producer.flush(8)
+print(json.dumps({"delivered": delivered, "errors": errors[:1]}))
+"""
+
+
+class SaslBroker(KafkaWireBroker):
+    def command(self) -> list[str]:
+        sets = [f"sasl.users.{m}.{u}={p}" for m, (u, p) in USERS.items()]
+        return [*super().command(), *(arg for s in sets for arg in ("--set", s))]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
+    plain = kafka_wire(tmp_path_factory.mktemp("sasl"))
+    server = SaslBroker(plain.name, plain.address, plain.data_dir, plain.log_path, persistent=True)
+    server.start()
+    yield server
+    server.close()
+
+
+def produce(broker: SaslBroker, mechanism: str, user: str, password: str) -> dict[str, list[str | None]]:
+    run = subprocess.run(
+        [sys.executable, "-c", PRODUCE, broker.bootstrap, mechanism, user, password],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent,
+    )
+    assert run.returncode == 0, run.stderr
+    result: dict[str, list[str | None]] = json.loads(run.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("mechanism", list(USERS))
+def test_librdkafka_authenticates(broker: SaslBroker, mechanism: str) -> None:
+    user, password = USERS[mechanism]
+    assert produce(broker, mechanism, user, password) == {"delivered": [None], "errors": []}
+
+
+def test_a_wrong_password_is_refused(broker: SaslBroker) -> None:
+    result = produce(broker, "SCRAM-SHA-256", "bob", "not-bobs")
+    assert result["delivered"] and result["delivered"][0] is not None
+    [error] = result["errors"]
+    assert error is not None and "Authentication failed" in error
