@@ -1,0 +1,204 @@
+"""Broker benchmark: Tansu against ``kafka-wire serve``, with one real client (confluent-kafka).
+
+Not a test. For each broker (``kafka-wire serve`` only when the CLI has a ``serve`` subcommand;
+otherwise the script says so and measures Tansu alone):
+
+* **start**: seconds from ``Popen`` until the port accepts a TCP connection, median of ``--starts``
+  fresh starts (each with an empty data dir).
+* **produce**: one confluent-kafka ``Producer`` (acks=all, linger.ms=5, no compression) sends
+  ``--records`` records of ``--value-bytes`` bytes (no key) to a one-partition topic; timed from the
+  first ``produce()`` until ``flush()`` returns with every delivery report in.
+* **consume**: one ``Consumer`` assigned partition 0 from the beginning (no group join, so no
+  rebalance delay is counted) reads them all; timed from ``assign()`` until the last record.
+* produce and consume run ``--rounds`` times (a fresh topic each round) and the median counts.
+* **client ceiling**: the same ``produce()`` + ``poll(0)`` loop against no broker at all (records
+  only queue), to show where the client itself limits the produce figure.
+
+MB/s counts value bytes only, 1 MB = 10^6 bytes. Tansu runs with memory storage
+(``--storage-engine memory://tansu/``); kafka-wire serve writes to its data dir in the temp dir.
+Run: ``.venv/bin/python bench/bench_broker.py [--records N] [--value-bytes B] [--starts K] [--rounds R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for tests.e2e.brokers (the broker processes of the e2e suite)
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from tests.e2e.brokers import BrokerProcess, kafka_wire, serve_available, tansu  # noqa: E402
+from tests.interop.harness import free_port, stop_process_group, wait_until_accepting  # noqa: E402
+
+TOPIC = "bench"
+
+MakeBroker = Callable[[Path], BrokerProcess]
+
+
+@dataclass
+class Result:
+    broker: str
+    start_s: float
+    produce_s: float
+    consume_s: float
+    records: int
+    value_bytes: int
+
+    def rate(self, seconds: float) -> tuple[float, float]:
+        return self.records / seconds, self.records * self.value_bytes / seconds / 1e6
+
+
+def measure_start(make: MakeBroker, workdir: Path, starts: int) -> float:
+    """Median seconds from Popen until the port accepts, over ``starts`` fresh starts."""
+    times = []
+    for i in range(starts):
+        broker = make(workdir / f"start-{i}")
+        broker.data_dir.mkdir(parents=True, exist_ok=True)
+        begin = time.monotonic()
+        process = subprocess.Popen(broker.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, env=broker.env(), start_new_session=True)
+        try:
+            wait_until_accepting(broker.address, 60.0, process)
+            times.append(time.monotonic() - begin)
+        finally:
+            stop_process_group(process)
+    return statistics.median(times)
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
+
+
+def producer_config(bootstrap: str, records: int) -> dict[str, object]:
+    return {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "queue.buffering.max.messages": records + 1000, "compression.type": "none"}
+
+
+def client_ceiling(records: int, value: bytes) -> float:
+    """Seconds for the produce loop alone: the port is closed, so records only queue."""
+    producer = Producer({**producer_config(f"127.0.0.1:{free_port()}", records), "log_level": 0})
+    begin = time.monotonic()
+    for _ in range(records):
+        producer.produce(TOPIC, value=value, partition=0)
+        producer.poll(0)
+    elapsed = time.monotonic() - begin
+    producer.purge()
+    producer.flush(0)
+    return elapsed
+
+
+def produce(bootstrap: str, topic: str, records: int, value: bytes) -> float:
+    producer = Producer(producer_config(bootstrap, records))
+    failures: list[str] = []
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    begin = time.monotonic()
+    for _ in range(records):
+        producer.produce(topic, value=value, partition=0, on_delivery=on_delivery)
+        producer.poll(0)
+    left = producer.flush(120)
+    elapsed = time.monotonic() - begin
+    if left or failures:
+        raise RuntimeError(f"produce failed: {left} undelivered, errors {failures[:5]}")
+    return elapsed
+
+
+def consume(bootstrap: str, topic: str, records: int, value_bytes: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "enable.partition.eof": False})
+    got = 0
+    try:
+        begin = time.monotonic()
+        consumer.assign([TopicPartition(topic, 0, 0)])  # offset 0: from the beginning
+        deadline = begin + 120
+        while got < records:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"consumed {got} of {records} records in 120 s")
+            for msg in consumer.consume(num_messages=10000, timeout=1.0):
+                if msg.error() is not None:
+                    raise RuntimeError(str(msg.error()))
+                size = len(msg.value() or b"")
+                if size != value_bytes:
+                    raise RuntimeError(f"record at offset {msg.offset()} has {size} bytes")
+                got += 1
+        return time.monotonic() - begin
+    finally:
+        consumer.close()
+
+
+def run(name: str, make: MakeBroker, workdir: Path, args: argparse.Namespace) -> Result:
+    start_s = measure_start(make, workdir, args.starts)
+    broker = make(workdir / "throughput")
+    broker.start()
+    produce_s, consume_s = [], []
+    try:
+        for round_ in range(args.rounds):
+            topic = f"{TOPIC}-{round_}"
+            create_topic(broker.bootstrap, topic)
+            produce_s.append(produce(broker.bootstrap, topic, args.records, value_of(args.value_bytes)))
+            consume_s.append(consume(broker.bootstrap, topic, args.records, args.value_bytes))
+    finally:
+        broker.close()
+    return Result(name, start_s, statistics.median(produce_s), statistics.median(consume_s), args.records,
+                  args.value_bytes)
+
+
+def value_of(size: int) -> bytes:
+    return (b"0123456789abcdef" * (size // 16 + 1))[:size]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Tansu vs kafka-wire serve: start time, produce and consume throughput")
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    brokers: list[tuple[str, MakeBroker]] = [("tansu", tansu)]
+    if serve_available():
+        brokers.append(("kafka-wire", kafka_wire))
+    else:
+        print("kafka-wire serve is not available (the CLI has no `serve` subcommand): measuring Tansu only\n")
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as tmp:
+        for name, make in brokers:
+            results.append(run(name, make, Path(tmp) / name, args))
+
+    ceiling = args.records / client_ceiling(args.records, value_of(args.value_bytes))
+    print(f"{args.records:,} records of {args.value_bytes} bytes, one partition, confluent-kafka "
+          f"(acks=all, linger.ms=5, no compression); start: median of {args.starts}; produce and consume: "
+          f"median of {args.rounds} rounds; {platform.python_implementation()} {platform.python_version()}, "
+          f"{os.cpu_count()} CPUs\n")
+    print("| broker | start ms | produce rec/s | produce MB/s | consume rec/s | consume MB/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        p_rec, p_mb = r.rate(r.produce_s)
+        c_rec, c_mb = r.rate(r.consume_s)
+        print(f"| {r.broker} | {r.start_s * 1000:.0f} | {p_rec:,.0f} | {p_mb:.1f} | {c_rec:,.0f} | {c_mb:.1f} |")
+    print(f"\nclient ceiling (the produce loop with no broker): {ceiling:,.0f} rec/s")
+    if len(results) == 2:
+        t, k = results
+        print(f"\nkafka-wire / Tansu: start {k.start_s / t.start_s:.2f}x the time, "
+              f"produce {t.produce_s / k.produce_s:.2f}x the rate, consume {t.consume_s / k.consume_s:.2f}x the rate")
+
+
+if __name__ == "__main__":
+    main()
