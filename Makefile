@@ -6,8 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint typecheck regen check-generated bench clean
 
-# Python peers come from the `test` extra; the Node.js peer (kafkajs, for tests/interop) from
-# package-lock.json into ./node_modules.
+# Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
+# shigawire-apache-flink-libraries, run by the machine's JDK 17); the Node.js peer (kafkajs and its
+# snappy/lz4/zstd codecs, two of them native addons that npm builds) from package-lock.json into
+# ./node_modules. All of them serve tests/interop and tests/e2e.
 $(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
