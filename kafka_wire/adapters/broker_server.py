@@ -12,13 +12,12 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import os
 import random
 import secrets
 import time
 import uuid
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.broker.broker import Broker
@@ -26,6 +25,8 @@ from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 
 _READ_CHUNK: Final = 256 * 1024
+#: Sends queued on one connection before its reader yields to the writer.
+_MAX_QUEUED: Final = 64
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 
@@ -47,7 +48,7 @@ class BrokerServer:
             nonce_factory=lambda: secrets.token_urlsafe(24),
         )
         self.config = config
-        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._queues: dict[int, asyncio.Queue[list[object] | None]] = {}
         self._ids = itertools.count(1)
         self._server: asyncio.Server | None = None
         self._timer: asyncio.Task[None] | None = None
@@ -89,59 +90,84 @@ class BrokerServer:
             now = wall_clock_ms()
             deadline = self.broker.next_deadline_ms()
             if deadline is not None and now >= deadline:
-                self._apply(self.broker.tick(now))
+                try:
+                    self._apply(self.broker.tick(now))
+                except Exception:
+                    _log.exception("the engine failed in tick")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         conn_id = next(self._ids)
-        self._writers[conn_id] = writer
+        queue: asyncio.Queue[list[object] | None] = asyncio.Queue()
+        self._queues[conn_id] = queue
+        sender = asyncio.create_task(self._write_loop(conn_id, writer, queue))
         peer = writer.get_extra_info("peername") or ("", 0)
         try:
             self._apply(self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0])))
-            while conn_id in self._writers:
+            while not sender.done():
                 data = await reader.read(_READ_CHUNK)
                 if not data:
                     break
-                effects = self.broker.receive_data(conn_id, data, wall_clock_ms())
-                await self._apply_async(effects)
+                self._apply(self.broker.receive_data(conn_id, data, wall_clock_ms()))
+                while queue.qsize() > _MAX_QUEUED and not sender.done():  # back-pressure
+                    await asyncio.sleep(0.001)
         except (ConnectionError, OSError) as exc:
             _log.debug("connection %d: %s", conn_id, exc)
         except asyncio.CancelledError:
             pass
+        except Exception:
+            _log.exception("connection %d: the engine failed; closing the connection", conn_id)
         finally:
             self._tasks.discard(task)
-            if self._writers.pop(conn_id, None) is not None:
+            if self._queues.pop(conn_id, None) is not None:
                 self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
-            writer.close()
+            queue.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
             with contextlib.suppress(OSError, ConnectionError):
                 await writer.wait_closed()
 
     def _apply(self, effects: list[Effect]) -> None:
-        """Apply effects; sends are written without waiting for the socket to drain."""
+        """Apply storage effects now; queue sends on each connection's writer, in order."""
         self.storage.apply(effects)
         for effect in effects:
             if isinstance(effect, Send):
-                writer = self._writers.get(effect.conn_id)
-                if writer is not None:
-                    for part in effect.parts:
-                        writer.write(part if isinstance(part, bytes) else self._region_bytes(part))
+                queue = self._queues.get(effect.conn_id)
+                if queue is not None:
+                    queue.put_nowait([self._open(p) if isinstance(p, FileRegion) else p for p in effect.parts])
             elif isinstance(effect, CloseConnection):
-                writer = self._writers.pop(effect.conn_id, None)
-                if writer is not None:
-                    writer.close()
+                queue = self._queues.get(effect.conn_id)
+                if queue is not None:
+                    queue.put_nowait(None)  # close after what was queued before
         self._wake.set()
 
-    async def _apply_async(self, effects: list[Effect]) -> None:
-        self._apply(effects)
-        for effect in effects:
-            if isinstance(effect, Send) and (writer := self._writers.get(effect.conn_id)) is not None:
-                await writer.drain()
-
-    def _region_bytes(self, region: FileRegion) -> bytes:
-        fd = os.open(self.storage.root / region.path, os.O_RDONLY)
+    def _open(self, region: FileRegion) -> tuple[BinaryIO, int, int] | bytes:
+        """Open a region now, before later effects can rename or delete its file."""
         try:
-            return os.pread(fd, region.size, region.position)
+            return (open(self.storage.root / region.path, "rb"), region.position, region.size)
+        except OSError:
+            return b""  # gone already: the client's CRC check or a short frame ends its connection
+
+    async def _write_loop(self, conn_id: int, writer: asyncio.StreamWriter, queue: asyncio.Queue[list[object] | None]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while (parts := await queue.get()) is not None:
+                for part in parts:
+                    if isinstance(part, bytes):
+                        writer.write(part)
+                    elif isinstance(part, tuple):
+                        file, offset, count = part
+                        with file:
+                            await writer.drain()
+                            await loop.sendfile(writer.transport, file, offset, count)
+                await writer.drain()
+        except (ConnectionError, OSError) as exc:
+            _log.debug("connection %d: %s", conn_id, exc)
         finally:
-            os.close(fd)
+            writer.close()
+            while not queue.empty():  # close files of regions never sent
+                for part in queue.get_nowait() or []:
+                    if isinstance(part, tuple):
+                        part[0].close()

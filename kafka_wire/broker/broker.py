@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, Send
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
 from kafka_wire.broker.sasl import server_sasl
-from kafka_wire.broker.state import BrokerState, Context, Waiting
+from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.runtime import Message
@@ -250,16 +250,22 @@ class Broker:
             state=self.state, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
         )
         result = HANDLERS[key](ctx, request.body)
-        if isinstance(result, Message):
+        if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result, out)
         else:
             self._held.append(_Held(conn_id, request, result))
 
-    def _respond(self, conn_id: int, request: Request, body: Message, out: list[Effect]) -> None:
+    def _respond(self, conn_id: int, request: Request, body: Message | Spliced, out: list[Effect]) -> None:
         conn = self._conns.get(conn_id)
         if conn is None or not request.expects_response:
             return
-        self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
+        if isinstance(body, Spliced):
+            ready = conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices)
+            parts = tuple(p for p in ready if isinstance(p, bytes | FileRegion))
+            if parts:
+                out.append(Send(conn_id, parts))
+        else:
+            self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
 
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         still: list[_Held] = []
@@ -294,8 +300,14 @@ class Broker:
     # -- output ---------------------------------------------------------------------------------
 
     def _send(self, conn_id: int, data: bytes, out: list[Effect]) -> None:
-        if data:
-            out.append(Send(conn_id, (data,)))
+        """Queue ``data`` and whatever else the connection has ready (spliced fetch responses
+        keep their file regions)."""
+        conn = self._conns.get(conn_id)
+        parts: list[bytes | FileRegion] = [data] if data else []
+        if conn is not None:
+            parts += [p for p in conn.server.parts_to_send() if isinstance(p, bytes | FileRegion)]
+        if parts:
+            out.append(Send(conn_id, tuple(parts)))
 
     def _close(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
         self._send(conn_id, conn.server.data_to_send(), out)

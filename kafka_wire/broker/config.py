@@ -48,6 +48,9 @@ class BrokerConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     #: ``fetch.max.bytes`` on the broker (55 MiB): the cap on one Fetch response.
     fetch_max_bytes: int = 57_671_680
+    #: Answer Fetch with file regions the driver sends with ``sendfile`` (stored batches are never
+    #: copied through Python); off, the records are read into the response.
+    zero_copy_fetch: bool = True
     #: ``max.incremental.fetch.session.cache.slots``
     fetch_session_cache_slots: int = 1000
     #: ``log.retention.check.interval.ms``: how often retention and compaction run.

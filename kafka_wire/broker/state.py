@@ -31,6 +31,7 @@ from kafka_wire.broker.storage import StorageReader
 from kafka_wire.codec.runtime import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
+from kafka_wire.protocol.server import Splice
 
 
 class Waiting(Protocol):
@@ -38,9 +39,17 @@ class Waiting(Protocol):
 
     deadline_ms: int
 
-    def poll(self, now_ms: int) -> Message | None:
+    def poll(self, now_ms: int) -> Message | Spliced | None:
         """The response once it is ready (always at or after the deadline), else None."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Spliced:
+    """A response whose encoded frame has spans to replace by file regions (zero-copy fetch)."""
+
+    body: Message
+    splices: tuple[Splice, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -177,7 +177,21 @@ class _Slot:
     api_key: int
     api_version: int
     request: Message | None
-    data: bytes | None = None
+    #: The encoded response: bytes, and opaque parts standing for bytes (file regions) when it
+    #: was built with :meth:`ServerConnection.send_spliced`.
+    data: tuple[object, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """A span of an encoded response to replace: the ``size`` bytes starting with ``tag`` become
+    ``parts`` (bytes, and objects standing for ``size`` bytes in all, such as file regions a driver
+    sends with ``sendfile``). The response carries ``tag`` padded to ``size`` where the parts go,
+    so every length prefix is already right."""
+
+    tag: bytes
+    size: int
+    parts: tuple[object, ...]
 
 
 class ServerConnection:
@@ -195,7 +209,6 @@ class ServerConnection:
         self._mechanism_name = ""
         self._reader = FrameReader(config.max_preauth_frame_bytes if sasl else config.max_frame_bytes)
         self._slots: deque[_Slot] = deque()
-        self._out = bytearray()
         self._eof = False
         self._state = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
         self.principal = ""
@@ -227,21 +240,42 @@ class ServerConnection:
     # -- output --------------------------------------------------------------------------------
 
     def data_to_send(self) -> bytes:
-        """Responses that are ready, in request order."""
-        slots, out = self._slots, self._out
-        while slots and (ready := slots[0].data) is not None:
-            out += ready
-            slots.popleft()
-        data = bytes(out)
-        out.clear()
-        return data
+        """Responses that are ready, in request order.
 
-    def send(self, response: Response) -> bytes:
-        """Queue the response to a :class:`Request` (from ``request.reply(body)``) and return the
-        bytes now ready to write: responses are released in the order requests arrived.
-
-        An ``EncodeError`` leaves the connection as it was.
+        Stops before a response built with :meth:`send_spliced`: :meth:`parts_to_send` gives it.
         """
+        count = 0
+        for slot in self._slots:
+            if slot.data is None or not all(isinstance(part, bytes) for part in slot.data):
+                break
+            count += 1
+        return b"".join(part for data in self._take(count) for part in data if isinstance(part, bytes))
+
+    def parts_to_send(self) -> list[object]:
+        """Like :meth:`data_to_send`, keeping spliced parts: adjacent bytes are joined."""
+        count = 0
+        for slot in self._slots:
+            if slot.data is None:
+                break
+            count += 1
+        parts: list[object] = []
+        for data in self._take(count):
+            for part in data:
+                if isinstance(part, bytes) and parts and isinstance(parts[-1], bytes):
+                    parts[-1] += part
+                else:
+                    parts.append(part)
+        return parts
+
+    def _take(self, count: int) -> list[tuple[object, ...]]:
+        taken = []
+        for _ in range(count):
+            data = self._slots.popleft().data
+            assert data is not None
+            taken.append(data)
+        return taken
+
+    def _slot_for(self, response: Response) -> _Slot:
         self._check(ServerInput.SEND)
         slot = next(
             (s for s in self._slots if s.correlation_id == response.correlation_id and s.data is None), None
@@ -257,9 +291,38 @@ class ServerConnection:
                 f"correlation id {slot.correlation_id} asked api {slot.api_key} v{slot.api_version}; "
                 f"got {type(response.body).__name__} v{response.api_version}"
             )
-        slot.data = encode_response(ResponseHeader(correlation_id=slot.correlation_id), response.body, slot.api_version)
+        return slot
+
+    def send(self, response: Response) -> bytes:
+        """Queue the response to a :class:`Request` (from ``request.reply(body)``) and return the
+        bytes now ready to write: responses are released in the order requests arrived.
+
+        An ``EncodeError`` leaves the connection as it was.
+        """
+        slot = self._slot_for(response)
+        slot.data = (encode_response(ResponseHeader(correlation_id=slot.correlation_id), response.body, slot.api_version),)
         self._move(ServerInput.SEND)
         return self.data_to_send()
+
+    def send_spliced(self, response: Response, splices: Sequence[Splice]) -> list[object]:
+        """Like :meth:`send`, replacing each splice's span of the encoded frame by its parts (in the
+        order the tags appear); returns the parts now ready to write (see :meth:`parts_to_send`)."""
+        slot = self._slot_for(response)
+        frame = encode_response(ResponseHeader(correlation_id=slot.correlation_id), response.body, slot.api_version)
+        parts: list[object] = []
+        position = 0
+        for splice in splices:
+            found = frame.find(splice.tag, position)
+            if found < 0 or found + splice.size > len(frame):
+                self._state = ServerState.ERROR
+                raise LocalProtocolError(f"splice tag {splice.tag!r} is not in the encoded response")
+            parts.append(frame[position:found])
+            parts.extend(splice.parts)
+            position = found + splice.size
+        parts.append(frame[position:])
+        slot.data = tuple(p for p in parts if not (isinstance(p, bytes) and not p))
+        self._move(ServerInput.SEND)
+        return self.parts_to_send()
 
     def reject(self, event: UnsupportedRequest) -> bytes:
         """Answer an unsupported request as Kafka does and return the bytes to write.
@@ -276,7 +339,7 @@ class ServerConnection:
         if event.api_key == ApiKey.API_VERSIONS and ApiKey.API_VERSIONS in self._versions:
             body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
             body.error_code = ErrorCode.UNSUPPORTED_VERSION
-            slot.data = encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0)
+            slot.data = (encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0),)
             self._move(ServerInput.REJECT)
         else:
             self._slots.remove(slot)
@@ -386,7 +449,7 @@ class ServerConnection:
 
     def _answer(self, request: Request, body: Message) -> None:
         data = encode_response(ResponseHeader(correlation_id=request.correlation_id), body, request.api_version)
-        self._slots.append(_Slot(request.correlation_id, request.api_key, request.api_version, request.body, data))
+        self._slots.append(_Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,)))
 
     def _on_handshake(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
         assert self._sasl is not None
@@ -425,7 +488,7 @@ class ServerConnection:
         reply, failure = self._step(token)
         if failure is not None:  # Kafka closes a raw-token connection without an answer
             return self._failed(failure.reason, failure.error_code or ErrorCode.SASL_AUTHENTICATION_FAILED)
-        self._slots.append(_Slot(-1, -1, -1, None, _SIZE.pack(len(reply)) + reply))
+        self._slots.append(_Slot(-1, -1, -1, None, (_SIZE.pack(len(reply)) + reply,)))
         return self._succeeded()
 
     def _failed(self, reason: str, error_code: int) -> AuthenticationFailed:

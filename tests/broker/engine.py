@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from kafka_wire.broker import Broker, BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, Send
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.runtime import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
@@ -36,7 +36,9 @@ class Engine:
         for effect in effects:
             if isinstance(effect, Send):
                 for part in effect.parts:
-                    assert isinstance(part, bytes)
+                    if isinstance(part, FileRegion):  # what sendfile would send
+                        assert self.storage.size(part.path) is not None and part.size > 0
+                        part = self.storage.read(part.path, part.position, part.size)
                     self.outbox.setdefault(effect.conn_id, bytearray()).extend(part)
             elif isinstance(effect, CloseConnection):
                 self.closed.add(effect.conn_id)

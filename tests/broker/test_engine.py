@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from kafka_wire.broker.effects import CloseConnection, Send
+from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.effects import CloseConnection, FileRegion, Send
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ApiKey,
@@ -432,3 +433,23 @@ def test_memory_storage_files_are_kafkas_layout() -> None:
     assert "00000000000000000000.log" in names and "partition.metadata" in names
     assert "meta.properties" in engine.storage.list_dir("")
     assert isinstance(engine.storage, MemoryStorage)
+
+
+def test_fetch_sends_stored_batches_as_file_regions() -> None:
+    """Zero-copy: stored batches leave as file regions (sendfile), and the client sees exactly the
+    bytes a copying broker sends."""
+    answers = []
+    for zero_copy in (True, False):
+        engine = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, zero_copy_fetch=zero_copy))
+        client = Client(engine, 1)
+        create(client, "zc")
+        for i in range(3):
+            produce(client, "zc", build_batch([NewRecord(str(i).encode(), b"x" * 100)], default_timestamp=engine.now_ms))
+        before = len(engine.log)
+        answers.append(records_of(fetch(client, "zc", 0)))
+        sends = [e for e in engine.log[before:] if isinstance(e, Send)]
+        regions = [p for e in sends for p in e.parts if isinstance(p, FileRegion)]
+        assert bool(regions) == zero_copy
+        if zero_copy:
+            assert [r.path for r in regions] == ["zc-0/00000000000000000000.log"] and regions[0].position == 0
+    assert answers[0] == answers[1] and len(answers[0]) == 3

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
 from kafka_wire.broker.txn.producers import ProducerStates
 from kafka_wire.errors import DecodeError
@@ -42,6 +43,9 @@ class FetchOutcome:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+    #: With ``zero_copy``: the stored regions (and not yet stored bytes) instead of ``records``.
+    parts: tuple[FileRegion | bytes, ...] = ()
+    size: int = 0
 
 
 @dataclass(slots=True)
@@ -159,8 +163,11 @@ class PartitionReplica:
             log_start_offset=self.log.log_start_offset,
         )
 
-    def read(self, fetch_offset: int, max_bytes: int, *, isolation_level: int, min_one_batch: bool) -> FetchOutcome:
-        """Records from ``fetch_offset`` up to the high watermark (or last stable offset)."""
+    def read(
+        self, fetch_offset: int, max_bytes: int, *, isolation_level: int, min_one_batch: bool, zero_copy: bool = False
+    ) -> FetchOutcome:
+        """Records from ``fetch_offset`` up to the high watermark (or last stable offset): their
+        bytes, or with ``zero_copy`` the file regions holding them."""
         limit = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
         base = FetchOutcome(
             ErrorCode.NONE,
@@ -180,12 +187,18 @@ class PartitionReplica:
         result: ReadResult = self.log.read(fetch_offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
         if result.error_code:
             return FetchOutcome(result.error_code, base.high_watermark, base.last_stable_offset, base.log_start_offset)
+        if zero_copy:
+            return FetchOutcome(
+                ErrorCode.NONE,
+                base.high_watermark,
+                base.last_stable_offset,
+                base.log_start_offset,
+                parts=result.parts,
+                size=result.size,
+            )
+        records = self.log.read_bytes(result)
         return FetchOutcome(
-            ErrorCode.NONE,
-            base.high_watermark,
-            base.last_stable_offset,
-            base.log_start_offset,
-            self.log.read_bytes(result),
+            ErrorCode.NONE, base.high_watermark, base.last_stable_offset, base.log_start_offset, records, size=len(records)
         )
 
     def delete_records_before(self, offset: int) -> tuple[int, int]:
