@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import os
 import re
 import signal
 import sys
@@ -25,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a broker property, e.g. num.partitions=3"
     )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log to stderr (default WARNING)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -45,6 +50,7 @@ def _properties(path: Path | None, pairs: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=os.environ.get("KAFKA_WIRE_LOG_LEVEL", args.log_level), format="%(asctime)s %(name)s %(message)s")
     try:
         config = BrokerConfig.from_properties(_properties(args.config, args.set), BrokerConfig(host=args.host))
     except BrokerConfigError as exc:

@@ -46,6 +46,7 @@ class BrokerServer:
             rng=random.Random(secrets.randbits(128)),
             member_id_factory=lambda client_id: f"{client_id}-{uuid.uuid4()}",
             nonce_factory=lambda: secrets.token_urlsafe(24),
+            logger=logging.getLogger("kafka_wire.broker"),
         )
         self.config = config
         self._queues: dict[int, asyncio.Queue[list[object] | None]] = {}

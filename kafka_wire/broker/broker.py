@@ -9,9 +9,11 @@ clock, socket, file or ambient randomness is used: the same inputs give the same
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Final
 
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
@@ -53,6 +55,12 @@ class _Held:
     waiting: Waiting
 
 
+#: The default logger: nothing is emitted.
+_SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+
 class Broker:
     """A single-node Kafka broker as a pure state machine."""
 
@@ -64,8 +72,10 @@ class Broker:
         rng: random.Random,
         member_id_factory: Callable[[str], str] | None = None,
         nonce_factory: Callable[[], str] | None = None,
+        logger: logging.Logger | None = None,
     ) -> None:
         self.config = config
+        self._log = logger or _SILENT
         self._storage = storage
         self._rng = rng
         self._nonce_factory = nonce_factory or (lambda: f"{rng.getrandbits(192):048x}")
@@ -223,6 +233,8 @@ class Broker:
 
     def _dispatch(self, conn_id: int, conn: _Connection, request: Request, now_ms: int, out: list[Effect]) -> None:
         key = request.api_key
+        if self._log.isEnabledFor(logging.DEBUG):
+            self._log.debug("conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body)
         if key in GROUP_APIS:
             assert self._group is not None
             token = (conn_id, request.correlation_id)
@@ -285,6 +297,8 @@ class Broker:
                 token = effect.token
                 assert isinstance(token, tuple)
                 request = self._tokens.pop(token, None)
+                if self._log.isEnabledFor(logging.DEBUG):
+                    self._log.debug("conn %d: group answer %r", token[0], effect.body)
                 if request is not None:
                     self._respond(token[0], request, effect.body, out)
 
