@@ -124,6 +124,7 @@ class Broker:
             ),
             member_id_factory=self._member_id_factory,
             topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
+            topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
         )
         self._group.load(self._stored_group_records())
         self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
@@ -262,6 +263,10 @@ class Broker:
             state=self.state, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
         )
         result = HANDLERS[key](ctx, request.body)
+        if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
+            assert self._group is not None
+            deleted, self.state.deleted_topics = self.state.deleted_topics, []
+            self._apply_group(self._group.topics_deleted(deleted, now_ms), now_ms, out)
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result, out)
         else:

@@ -84,6 +84,8 @@ class BrokerState:
     fetch_sessions: FetchSessionCache
     partitions: dict[tuple[str, int], PartitionReplica] = field(default_factory=dict)
     effects: list[StorageEffect] = field(default_factory=list)
+    #: Topics deleted since the broker last told the group coordinator.
+    deleted_topics: list[str] = field(default_factory=list)
     #: Logs touched since the last collection, in first-touch order.
     touched: dict[tuple[str, int], None] = field(default_factory=dict)
 
@@ -144,6 +146,7 @@ class BrokerState:
                 self.touched.pop((topic.name, index), None)
             self.effects.append(Delete(partition_dir(topic.name, index)))
         del self.metadata.topics[topic.name]
+        self.deleted_topics.append(topic.name)
         self.effects += self.metadata.persist()
 
     def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:

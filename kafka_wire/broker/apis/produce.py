@@ -5,7 +5,8 @@ records must be one v2 batch (or a legacy message set); the log validates it (CR
 ``max.message.bytes``, timestamps) and assigns offsets; idempotent batches are de-duplicated by
 producer id, epoch and sequence (the last five per producer). Internal topics refuse client
 writes. With one broker the ISR is this node, so acks=all completes as soon as the batch is
-appended. An acks=0 request gets no response (the connection drops the answer).
+appended, unless the topic's ``min.insync.replicas`` exceeds the ISR (NOT_ENOUGH_REPLICAS, before
+anything is appended). An acks=0 request gets no response (the connection drops the answer).
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8.
 """
@@ -42,6 +43,12 @@ def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse:
             elif topic.internal:
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 result.error_message = f"Cannot append to internal topic {topic.name}"
+            elif request.acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
+                result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+                result.error_message = (
+                    f"The size of the current ISR {len(replica.isr)} is insufficient to satisfy the min.isr "
+                    f"requirement of {state.log_config(topic).min_insync_replicas} for partition {topic.name}-{data.index}"
+                )
             elif not data.records:
                 result.error_code = ErrorCode.INVALID_RECORD
                 result.error_message = "no records"

@@ -1,0 +1,78 @@
+"""Groups through the whole engine: FindCoordinator, a simple offset commit, persistence in
+``__consumer_offsets`` across a restart, and offsets dropped with their topic."""
+
+from __future__ import annotations
+
+from kafka_wire.messages import (
+    DeleteTopicsRequest,
+    ErrorCode,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
+from tests.broker.engine import Client, Engine
+from tests.broker.test_engine import create
+
+
+def commit(client: Client, group: str, topic: str, offsets: dict[int, int]) -> list[int]:
+    reply = client.request(
+        OffsetCommitRequest(
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                OffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[OffsetCommitRequestPartition(partition_index=p, committed_offset=o) for p, o in offsets.items()],
+                )
+            ],
+        ),
+        7,
+    )
+    assert isinstance(reply.body, OffsetCommitResponse)
+    return [p.error_code for t in reply.body.topics for p in t.partitions]
+
+
+def committed(client: Client, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
+    reply = client.request(
+        OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)]), 7
+    )
+    assert isinstance(reply.body, OffsetFetchResponse)
+    return {p.partition_index: p.committed_offset for t in reply.body.topics for p in t.partitions}
+
+
+def test_committed_offsets_survive_a_restart_and_go_with_their_topic() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "orders", 3)
+    found = client.request(FindCoordinatorRequest(key="billing", key_type=0), 3)
+    assert isinstance(found.body, FindCoordinatorResponse)
+    assert (found.body.error_code, found.body.node_id, found.body.port) == (ErrorCode.NONE, 1, 9092)
+    assert commit(client, "billing", "orders", {0: 5, 2: 9}) == [ErrorCode.NONE, ErrorCode.NONE]
+    assert committed(client, "billing", "orders", [0, 1, 2]) == {0: 5, 1: -1, 2: 9}
+    # Internal topic: listed with every topic, flagged internal.
+    listing = client.request(MetadataRequest(topics=None))
+    assert isinstance(listing.body, MetadataResponse)
+    internal = {t.name: t.is_internal for t in listing.body.topics}
+    assert internal == {"orders": False, "__consumer_offsets": True}
+
+    restarted = Engine(storage=engine.storage)
+    again = Client(restarted, 1)
+    assert committed(again, "billing", "orders", [0, 2]) == {0: 5, 2: 9}
+    # An unknown topic cannot take commits.
+    assert commit(again, "billing", "ghost", {0: 1}) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+    again.request(DeleteTopicsRequest(topic_names=["orders"], timeout_ms=100), 5)
+    meta = again.request(MetadataRequest(topics=[MetadataRequestTopic(name="orders")], allow_auto_topic_creation=False))
+    assert isinstance(meta.body, MetadataResponse) and meta.body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    third = Client(Engine(storage=restarted.storage), 1)
+    assert committed(third, "billing", "orders", [0, 2]) == {0: -1, 2: -1}
