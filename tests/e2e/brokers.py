@@ -44,16 +44,17 @@ def kafka_wire_cli() -> Path:
 
 @functools.cache
 def serve_available() -> bool:
-    """Whether ``kafka-wire`` has a ``serve`` subcommand (it answers ``serve --help``)."""
+    """Whether ``kafka-wire`` has a ``serve`` subcommand.
+
+    False only when the CLI is not installed or argparse rejects ``serve`` as an unknown command. A
+    ``serve`` that is there but crashes (even on ``--help``) counts as available, so that its tests
+    run and fail loudly instead of being skipped.
+    """
     cli = kafka_wire_cli()
     if not cli.is_file():
         return False
-    try:
-        result = subprocess.run([str(cli), "serve", "--help"], capture_output=True, text=True, timeout=60,
-                                check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0 and "--data-dir" in result.stdout
+    result = subprocess.run([str(cli), "serve", "--help"], capture_output=True, text=True, timeout=60, check=False)
+    return result.returncode == 0 or "invalid choice: 'serve'" not in result.stderr
 
 
 @dataclass

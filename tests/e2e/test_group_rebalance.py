@@ -26,6 +26,7 @@ What must hold at the end:
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -83,6 +84,11 @@ def produce(target: BrokerProcess, topic: str, client: Client) -> dict[tuple[int
     return {(p, o): f"{name}-{i}" for i, (p, o) in enumerate(records)}
 
 
+def tail(events: list[Event], n: int = 6) -> list[Event]:
+    """The last ``n`` events, with processed records shortened to a count."""
+    return [{**e, "records": len(e["records"])} if "records" in e else e for e in events[-n:]]
+
+
 def describe(runs: list[DriverRun]) -> str:
     return "\n\n".join(f"member {i}: " + r.describe()[:4000] for i, r in enumerate(runs))
 
@@ -125,13 +131,16 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
         assert wait_processed(members, set(phase1)), "phase 1 was not all processed"
 
         leaver = members[0]
+        # The others may rebalance before the leaver's close() returns: count from the signal.
+        t_left = time.monotonic()
         leaver.terminate()
         left = leaver.finish(20.0)
         assert left.returncode == 0 and [e["event"] for e in left.events][-2:] == ["closed", "done"], left.describe()
-        t_left = left.events[-2]["t"]
         remaining = members[1:]
-        assert remaining[0].wait_for(lambda _: settled(remaining, t_left), SETTLE_TIMEOUT_S), \
-            f"two members did not settle after the leave: {[latest_assignment(m.events, t_left) for m in remaining]}"
+        assert remaining[0].wait_for(lambda _: settled(remaining, t_left), SETTLE_TIMEOUT_S), (
+            f"two members did not settle after the leave (signalled at {t_left}): "
+            f"{[latest_assignment(m.events, t_left) for m in remaining]}; their events since phase 1:\n"
+            + "\n".join(f"{m.name}: {tail(m.events)}" for m in remaining))
 
         phase2 = produce(target, topic, client)
         assert wait_processed(remaining, set(phase2)), "phase 2 was not all processed"

@@ -330,9 +330,9 @@ public final class KafkaDriver {
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-                    // Eager protocol: the whole new assignment.
+                    // The whole assignment (with a cooperative assignor `partitions` is only what was added).
                     List<Integer> numbers = new ArrayList<>();
-                    for (TopicPartition tp : partitions) {
+                    for (TopicPartition tp : consumer.assignment()) {
                         numbers.add(tp.partition());
                     }
                     numbers.sort(null);
