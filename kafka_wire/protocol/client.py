@@ -48,7 +48,7 @@ from kafka_wire.protocol.events import (
     VersionsNegotiated,
     expects_response,
 )
-from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, Buffer, FrameReader
+from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
 from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 
@@ -351,14 +351,10 @@ class ClientConnection:
         while True:
             if self._state is ClientState.CLOSED:
                 return ConnectionClosed(self._unanswered())
-            frame = self._reader.next_frame()
+            frame = self._reader.next_frame_before(self._eof)
             if frame is None:
-                if not self._eof:
-                    return NEED_DATA
-                if self._reader.buffered:
-                    raise RemoteProtocolError(
-                        f"connection closed in the middle of a frame ({self._reader.buffered} bytes buffered)"
-                    )
+                return NEED_DATA
+            if frame is END:
                 unanswered = self._unanswered()
                 self._move(ClientInput.PEER_CLOSED)
                 return ConnectionClosed(unanswered)

@@ -7,10 +7,11 @@ consumed prefix is at least half of it, so no byte is copied more than a constan
 
 from __future__ import annotations
 
+import enum
 import struct
 from typing import Final
 
-from kafka_wire.errors import InvalidValueError, LimitExceededError
+from kafka_wire.errors import InvalidValueError, LimitExceededError, TruncatedError
 
 #: Kafka's broker refuses requests over ``socket.request.max.bytes`` (100 MiB by default); we use
 #: the same default for both directions (a client's ``fetch.max.bytes`` default is 50 MiB).
@@ -19,6 +20,14 @@ DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024
 _SIZE: Final = struct.Struct(">i")
 
 Buffer = bytes | bytearray | memoryview
+
+
+class EndOfStream(enum.Enum):
+    END = "END"
+
+
+#: The peer closed the stream between frames.
+END: Final = EndOfStream.END
 
 
 class FrameReader:
@@ -60,6 +69,21 @@ class FrameReader:
 
     def next_frame(self) -> bytes | None:
         """The next whole frame, size prefix included, or None when more bytes are needed."""
+        return self._next()
+
+    def next_frame_before(self, eof: bool) -> bytes | EndOfStream | None:
+        """Like :meth:`next_frame`; after the peer's EOF (``eof``) with nothing left, ``END``.
+
+        Raises :class:`TruncatedError` when the stream ended in the middle of a frame.
+        """
+        frame = self._next()
+        if frame is not None or not eof:
+            return frame
+        if self.buffered:
+            raise TruncatedError(f"connection closed in the middle of a frame ({self.buffered} bytes buffered)")
+        return END
+
+    def _next(self) -> bytes | None:
         size = self.declared_size()
         if size is None:
             return None

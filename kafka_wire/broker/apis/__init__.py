@@ -27,6 +27,7 @@ from kafka_wire.broker.apis import (
     metadata,
     produce,
 )
+from kafka_wire.broker.group import GROUP_API_KEYS
 from kafka_wire.messages import REQUESTS, ApiKey
 
 # Handlers take their own request type; the broker dispatches by api key, so the table is untyped.
@@ -51,20 +52,7 @@ HANDLERS: Final[dict[int, Handler]] = {
 }
 
 #: The group coordinator's APIs.
-GROUP_APIS: Final = frozenset(
-    {
-        ApiKey.OFFSET_COMMIT,
-        ApiKey.OFFSET_FETCH,
-        ApiKey.JOIN_GROUP,
-        ApiKey.HEARTBEAT,
-        ApiKey.LEAVE_GROUP,
-        ApiKey.SYNC_GROUP,
-        ApiKey.DESCRIBE_GROUPS,
-        ApiKey.LIST_GROUPS,
-        ApiKey.DELETE_GROUPS,
-        ApiKey.OFFSET_DELETE,
-    }
-)
+GROUP_APIS: Final = frozenset(GROUP_API_KEYS)
 
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully.
 _MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}

@@ -7,35 +7,34 @@ one); the new set must parse, or the topic gets INVALID_CONFIG and keeps its old
 
 from __future__ import annotations
 
-from kafka_wire.broker.apis.configs import RESOURCE_TOPIC
+from functools import partial
+
+from kafka_wire.broker.apis.configs import alter_topic
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterConfigsResponseResourceResponse,
-    ErrorCode,
 )
 
 
 def handle(ctx: Context, request: AlterConfigsRequest) -> AlterConfigsResponse:
-    state = ctx.state
     results = []
     for resource in request.resources:
-        result = AlterConfigsResponseResourceResponse(
-            resource_type=resource.resource_type, resource_name=resource.resource_name, error_message=None
+        configs = {c.name: c.value for c in resource.configs if c.value is not None}
+        error_code, message = alter_topic(
+            ctx.state, resource.resource_type, resource.resource_name, partial(_replace, configs), request.validate_only
         )
-        topic = state.topic_named(resource.resource_name) if resource.resource_type == RESOURCE_TOPIC else None
-        if resource.resource_type != RESOURCE_TOPIC:
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = "only topic configs can be altered on this broker"
-        elif topic is None:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        else:
-            configs = {c.name: c.value for c in resource.configs if c.value is not None}
-            problem = state.check_configs(configs)
-            if problem is not None:
-                result.error_code, result.error_message = problem.error_code, problem.message
-            elif not request.validate_only:
-                state.update_topic_configs(topic, configs)
-        results.append(result)
+        results.append(
+            AlterConfigsResponseResourceResponse(
+                error_code=error_code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
     return AlterConfigsResponse(responses=results)
+
+
+def _replace(configs: dict[str, str], current: dict[str, str]) -> tuple[dict[str, str], None]:
+    return configs, None

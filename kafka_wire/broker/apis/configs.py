@@ -8,12 +8,16 @@ them in that order, as Kafka does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from kafka_wire.broker.log.config import CONFIG_KEYS
-from kafka_wire.broker.state import BrokerState
-from kafka_wire.messages import DescribeConfigsResponseResourceResult, DescribeConfigsResponseSynonym
+from kafka_wire.broker.state import BrokerState, TopicError
+from kafka_wire.messages import (
+    DescribeConfigsResponseResourceResult,
+    DescribeConfigsResponseSynonym,
+    ErrorCode,
+)
 
 RESOURCE_TOPIC: Final = 2
 RESOURCE_BROKER: Final = 4
@@ -59,3 +63,26 @@ def describe_topic_configs(
             )
         )
     return results
+
+
+def alter_topic(
+    state: BrokerState,
+    resource_type: int,
+    resource_name: str,
+    change: Callable[[dict[str, str]], tuple[dict[str, str], TopicError | None]],
+    validate_only: bool,
+) -> tuple[int, str | None]:
+    """Apply ``change`` (current overrides to new overrides, or a refusal) to a topic resource;
+    returns the resource's (error code, message). Broker resources are refused."""
+    if resource_type != RESOURCE_TOPIC:
+        return ErrorCode.INVALID_REQUEST, "only topic configs can be altered on this broker"
+    topic = state.topic_named(resource_name)
+    if topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    configs, problem = change(topic.configs)
+    problem = problem or state.check_configs(configs)
+    if problem is not None:
+        return problem.error_code, problem.message
+    if not validate_only:
+        state.update_topic_configs(topic, configs)
+    return ErrorCode.NONE, None
