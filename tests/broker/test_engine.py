@@ -453,3 +453,16 @@ def test_fetch_sends_stored_batches_as_file_regions() -> None:
         if zero_copy:
             assert [r.path for r in regions] == ["zc-0/00000000000000000000.log"] and regions[0].position == 0
     assert answers[0] == answers[1] and len(answers[0]) == 3
+
+
+def test_a_replica_that_does_not_lead_refuses_produce_and_fetch() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "led")
+    replica = engine.broker.state.replica("led", 0)
+    assert replica is not None and replica.is_leader
+    replica.leadership.become_follower(1, leader_id=2)
+    response = produce(client, "led", build_batch([NewRecord(None, b"x")]))
+    assert response is not None
+    assert response.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert fetch(client, "led", 0).responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

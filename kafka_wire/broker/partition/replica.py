@@ -1,7 +1,8 @@
 """One partition's replica: its log, leader epoch, ISR, high watermark and producer state.
 
 The broker is one node today, so every partition is led here and the ISR is this node alone; the
-high watermark still follows Kafka's rule (the smallest log end offset across the ISR), so
+high watermark still follows Kafka's rule, and the role (``roles.Leadership``: leader, follower or
+offline, with the leader epoch and its epoch cache) is a state machine of its own (the smallest log end offset across the ISR), so
 followers can join without a redesign: they would report their log end offsets through
 ``record_follower_fetch`` and move the high watermark the same way.
 """
@@ -14,6 +15,7 @@ from typing import Final
 
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
+from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.txn.producers import ProducerStates
 from kafka_wire.errors import DecodeError
 from kafka_wire.messages import ErrorCode
@@ -55,11 +57,22 @@ class PartitionReplica:
     topic_id: uuid.UUID
     log: PartitionLog
     node_id: int
-    leader_epoch: int = 0
+    leadership: Leadership = field(init=False)
     producers: ProducerStates = field(default_factory=ProducerStates)
     high_watermark: int = 0
     #: Follower log end offsets by node id (empty while the cluster has one broker).
     follower_leos: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.leadership = Leadership(self.node_id)
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.leadership.epoch
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leadership.role is ReplicaRole.LEADER
 
     @property
     def replicas(self) -> list[int]:
@@ -114,6 +127,8 @@ class PartitionReplica:
 
     def append_as_leader(self, records: bytes, now_ms: int) -> ProduceOutcome:
         """Validate, de-duplicate and append one produce request's records for this partition."""
+        if not self.is_leader:
+            return ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         producer = None
         try:
             header = validate_batch(records, verify_crc=False)
@@ -142,7 +157,7 @@ class PartitionReplica:
                         log_start_offset=self.log.log_start_offset,
                     )
                 producer = header
-        result: AppendResult = self.log.append(records, now_ms, leader_epoch=self.leader_epoch)
+        result: AppendResult = self.log.append(records, now_ms, leader_epoch=self.leadership.epoch)
         if result.error_code:
             return ProduceOutcome(result.error_code, error_message=result.error_message)
         if producer is not None:
@@ -168,6 +183,8 @@ class PartitionReplica:
     ) -> FetchOutcome:
         """Records from ``fetch_offset`` up to the high watermark (or last stable offset): their
         bytes, or with ``zero_copy`` the file regions holding them."""
+        if not self.is_leader:
+            return FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         limit = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
         base = FetchOutcome(
             ErrorCode.NONE,

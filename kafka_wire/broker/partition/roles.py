@@ -1,0 +1,97 @@
+"""A replica's role as a state machine: leader, follower or offline, with its leader epoch.
+
+With one broker every partition is led here at epoch 0; the table is what replication needs:
+a controller's decision moves a replica between roles, each leadership with a higher epoch, and
+a leader records the offset its epoch starts at (Kafka's leader epoch cache, used to answer
+OffsetForLeaderEpoch and to truncate followers).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from kafka_wire.errors import LocalProtocolError
+
+
+class ReplicaRole(enum.Enum):
+    LEADER = "LEADER"
+    FOLLOWER = "FOLLOWER"
+    OFFLINE = "OFFLINE"
+
+
+class RoleInput(enum.Enum):
+    BECOME_LEADER = "become leader"
+    BECOME_FOLLOWER = "become follower"
+    GO_OFFLINE = "go offline"
+
+
+_R = ReplicaRole
+_I = RoleInput
+
+#: Every legal move; anything else raises LocalProtocolError.
+REPLICA_TRANSITIONS: Final[Mapping[tuple[ReplicaRole, RoleInput], ReplicaRole]] = {
+    (_R.LEADER, _I.BECOME_LEADER): _R.LEADER,
+    (_R.LEADER, _I.BECOME_FOLLOWER): _R.FOLLOWER,
+    (_R.LEADER, _I.GO_OFFLINE): _R.OFFLINE,
+    (_R.FOLLOWER, _I.BECOME_LEADER): _R.LEADER,
+    (_R.FOLLOWER, _I.BECOME_FOLLOWER): _R.FOLLOWER,
+    (_R.FOLLOWER, _I.GO_OFFLINE): _R.OFFLINE,
+    (_R.OFFLINE, _I.BECOME_LEADER): _R.LEADER,
+    (_R.OFFLINE, _I.BECOME_FOLLOWER): _R.FOLLOWER,
+}
+
+
+@dataclass(slots=True)
+class Leadership:
+    """Role, leader epoch, current leader and the epoch cache of one replica."""
+
+    node_id: int
+    role: ReplicaRole = ReplicaRole.LEADER
+    epoch: int = 0
+    leader_id: int = -1
+    #: (epoch, start offset) pairs, epochs and offsets increasing.
+    epoch_starts: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+
+    def __post_init__(self) -> None:
+        if self.leader_id == -1 and self.role is ReplicaRole.LEADER:
+            self.leader_id = self.node_id
+
+    def _move(self, move: RoleInput) -> None:
+        try:
+            self.role = REPLICA_TRANSITIONS[self.role, move]
+        except KeyError:
+            raise LocalProtocolError(f"a replica cannot {move.value} while {self.role.name}") from None
+
+    def become_leader(self, epoch: int, log_end_offset: int) -> None:
+        """Lead from ``epoch``; the epoch starts at this replica's log end offset."""
+        if epoch <= self.epoch and self.epoch_starts and self.epoch_starts[-1][0] >= epoch:
+            raise LocalProtocolError(f"leader epoch {epoch} does not follow {self.epoch}")
+        self._move(RoleInput.BECOME_LEADER)
+        self.epoch, self.leader_id = epoch, self.node_id
+        self.epoch_starts.append((epoch, log_end_offset))
+
+    def become_follower(self, epoch: int, leader_id: int) -> None:
+        if epoch < self.epoch:
+            raise LocalProtocolError(f"leader epoch {epoch} is older than {self.epoch}")
+        self._move(RoleInput.BECOME_FOLLOWER)
+        self.epoch, self.leader_id = epoch, leader_id
+
+    def go_offline(self) -> None:
+        self._move(RoleInput.GO_OFFLINE)
+        self.leader_id = -1
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: the largest cached epoch <= ``epoch`` and where it ends (the next
+        epoch's start, or the log end for the latest); below the first epoch, its start."""
+        first_epoch, first_start = self.epoch_starts[0]
+        if epoch < first_epoch:
+            return epoch, first_start
+        for index in range(len(self.epoch_starts) - 1, -1, -1):
+            cached, _ = self.epoch_starts[index]
+            if cached <= epoch:
+                end = self.epoch_starts[index + 1][1] if index + 1 < len(self.epoch_starts) else log_end_offset
+                return cached, end
+        return -1, -1  # pragma: no cover - the first entry is <= epoch here
