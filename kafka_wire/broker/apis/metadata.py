@@ -37,14 +37,23 @@ def brokers(ctx: Context) -> list[MetadataResponseBroker]:
 
 
 def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) -> MetadataResponseTopic:
-    node = ctx.state.config.node_id
     partitions = []
     for index in range(topic.partitions):
         replica = ctx.state.replica(topic.name, index)
-        epoch = replica.leader_epoch if replica is not None else 0
+        if replica is None:
+            partitions.append(
+                MetadataResponsePartition(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1)
+            )
+            continue
+        leader = replica.leadership.leader_id
         partitions.append(
             MetadataResponsePartition(
-                partition_index=index, leader_id=node, leader_epoch=epoch, replica_nodes=[node], isr_nodes=[node]
+                error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=index,
+                leader_id=leader,
+                leader_epoch=replica.leader_epoch,
+                replica_nodes=replica.replicas,
+                isr_nodes=replica.isr,
             )
         )
     return MetadataResponseTopic(
