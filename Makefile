@@ -19,12 +19,16 @@ $(STAMP): pyproject.toml package.json package-lock.json
 
 install: $(STAMP)
 
+# Bytecode is compiled up front (``compileall`` skips what is current): an editable install does
+# not, and with PYTHONDONTWRITEBYTECODE set the 97k generated lines would be compiled at every start.
 # The main job: a Kafka broker on 127.0.0.1:9092 with its data in ./data (Ctrl-C stops it).
 run: $(STAMP)
+	$(PY) -m compileall -q kafka_wire
 	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
 # The whole test suite: generated code up to date, lint, types, tests.
 test: $(STAMP)
+	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
 	$(VENV)/bin/ruff check .
