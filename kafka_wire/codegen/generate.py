@@ -122,20 +122,62 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line()
     w.line("Each class spans every version of its message: ``msg.encode(version)`` and")
     w.line("``Cls.decode(buf, version)``. :func:`catalog` lists the APIs.")
+    w.line()
+    w.line("The message modules load on first use (``from kafka_wire.messages import FetchRequest``, or")
+    w.line("``REQUESTS[key]``): all of them together take a few hundred milliseconds to import, and a program")
+    w.line("that uses a few APIs pays only for those.")
     w.line('"""')
     w.line()
     w.line("from __future__ import annotations")
     w.line()
+    w.line("import importlib")
+    w.line("from collections.abc import Iterator, Mapping")
     w.line("from dataclasses import dataclass")
+    w.line("from typing import TYPE_CHECKING, Any")
     w.line()
     w.line("from kafka_wire.codec.runtime import Message")
-    names: list[str] = ["ApiInfo", "catalog", "REQUESTS", "RESPONSES", "HEADERS", "DATA"]
-    for mod, classes in sorted([*exports, ("api_key", ["ApiKey"]), ("error_code", ["ErrorCode"])]):
-        w.line(f"from kafka_wire.messages.{mod} import (")
-        for c in sorted(classes, key=lambda c: (c.lower(), c)):
-            w.line(f"    {c},")
-        w.line(")")
-        names += classes
+    w.line("from kafka_wire.messages.api_key import ApiKey")
+    w.line("from kafka_wire.messages.error_code import ErrorCode")
+    w.line()
+    names: list[str] = ["ApiInfo", "catalog", "REQUESTS", "RESPONSES", "HEADERS", "DATA", "ApiKey", "ErrorCode"]
+    module_of: list[tuple[str, str]] = []
+    with w.block("if TYPE_CHECKING:"):
+        for mod, classes in sorted(exports):
+            w.line(f"from kafka_wire.messages.{mod} import (")
+            for c in sorted(classes, key=lambda c: (c.lower(), c)):
+                w.line(f"    {c},")
+                module_of.append((c, mod))
+            w.line(")")
+            names += classes
+        w.line()
+        w.line("HEADERS: tuple[type[Message], ...]")
+        w.line("DATA: tuple[type[Message], ...]")
+    w.line()
+    w.line("#: The generated module that holds each class.")
+    with w.block("_MODULE_OF: dict[str, str] = {"):
+        for c, mod in sorted(module_of):
+            w.line(f"{c!r}: {mod!r},")
+    w.line("}")
+    headers = ", ".join(repr(m.root.class_name) for m in schemas.headers)
+    data = ", ".join(repr(m.root.class_name) for m in schemas.data)
+    w.line(f"_TUPLES: dict[str, tuple[str, ...]] = {{'HEADERS': ({headers},), 'DATA': ({data},)}}")
+    w.line()
+    w.line()
+    with w.block("def __getattr__(name: str) -> Any:"):
+        w.line("if name in _TUPLES:")
+        w.line("    value: Any = tuple(_load(n) for n in _TUPLES[name])")
+        w.line("else:")
+        w.line("    module = _MODULE_OF.get(name)")
+        w.line("    if module is None:")
+        w.line("        raise AttributeError(f\"module 'kafka_wire.messages' has no attribute {name!r}\")")
+        w.line("    value = getattr(importlib.import_module(f'kafka_wire.messages.{module}'), name)")
+        w.line("globals()[name] = value")
+        w.line("return value")
+    w.line()
+    w.line()
+    with w.block("def _load(name: str) -> type[Message]:"):
+        w.line("cls: type[Message] = __getattr__(name)")
+        w.line("return cls")
     w.line()
     w.line()
     w.line("@dataclass(frozen=True, slots=True)")
@@ -144,9 +186,38 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
         w.line()
         w.line("api_key: ApiKey")
         w.line("name: str")
-        w.line("request: type[Message]")
-        w.line("response: type[Message]")
+        w.line("request_name: str")
+        w.line("response_name: str")
         w.line("versions: tuple[int, ...]")
+        w.line()
+        w.line("@property")
+        with w.block("def request(self) -> type[Message]:"):
+            w.line("return _load(self.request_name)")
+        w.line()
+        w.line("@property")
+        with w.block("def response(self) -> type[Message]:"):
+            w.line("return _load(self.response_name)")
+    w.line()
+    w.line()
+    with w.block("class _Classes(Mapping[int, type[Message]]):"):
+        w.line('"""Api key to message class, loading each class\'s module when it is first looked up."""')
+        w.line()
+        w.line('__slots__ = ("_names",)')
+        w.line()
+        with w.block("def __init__(self, names: dict[int, str]) -> None:"):
+            w.line("self._names = names")
+        w.line()
+        with w.block("def __getitem__(self, key: int) -> type[Message]:"):
+            w.line("return _load(self._names[key])")
+        w.line()
+        with w.block("def __iter__(self) -> Iterator[int]:"):
+            w.line("return iter(self._names)")
+        w.line()
+        with w.block("def __len__(self) -> int:"):
+            w.line("return len(self._names)")
+        w.line()
+        with w.block("def __contains__(self, key: object) -> bool:"):
+            w.line("return key in self._names")
     w.line()
     w.line()
     with w.block("_CATALOG: tuple[ApiInfo, ...] = ("):
@@ -154,16 +225,12 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
             enum = snake_case(api.name).upper()
             versions = tuple(api.versions)
             w.line(
-                f"ApiInfo(ApiKey.{enum}, {api.name!r}, {api.request.root.class_name}, "
-                f"{api.response.root.class_name}, {versions!r}),"
+                f"ApiInfo(ApiKey.{enum}, {api.name!r}, {api.request.root.class_name!r}, "
+                f"{api.response.root.class_name!r}, {versions!r}),"
             )
     w.line(")")
-    w.line("REQUESTS: dict[int, type[Message]] = {a.api_key: a.request for a in _CATALOG}")
-    w.line("RESPONSES: dict[int, type[Message]] = {a.api_key: a.response for a in _CATALOG}")
-    headers = ", ".join(m.root.class_name for m in schemas.headers)
-    data = ", ".join(m.root.class_name for m in schemas.data)
-    w.line(f"HEADERS: tuple[type[Message], ...] = ({headers},)")
-    w.line(f"DATA: tuple[type[Message], ...] = ({data},)")
+    w.line("REQUESTS: Mapping[int, type[Message]] = _Classes({a.api_key: a.request_name for a in _CATALOG})")
+    w.line("RESPONSES: Mapping[int, type[Message]] = _Classes({a.api_key: a.response_name for a in _CATALOG})")
     w.line()
     w.line()
     with w.block("def catalog() -> tuple[ApiInfo, ...]:"):

@@ -2,761 +2,1317 @@
 
 Each class spans every version of its message: ``msg.encode(version)`` and
 ``Cls.decode(buf, version)``. :func:`catalog` lists the APIs.
+
+The message modules load on first use (``from kafka_wire.messages import FetchRequest``, or
+``REQUESTS[key]``): all of them together take a few hundred milliseconds to import, and a program
+that uses a few APIs pays only for those.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kafka_wire.codec.runtime import Message
-from kafka_wire.messages.aborted_txn import (
-    AbortedTxn,
-)
-from kafka_wire.messages.add_offsets_to_txn import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-)
-from kafka_wire.messages.add_partitions_to_txn import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestTopic,
-    AddPartitionsToTxnRequestTransaction,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnResponsePartitionResult,
-    AddPartitionsToTxnResponseResult,
-    AddPartitionsToTxnResponseTopicResult,
-)
-from kafka_wire.messages.add_raft_voter import (
-    AddRaftVoterRequest,
-    AddRaftVoterRequestListener,
-    AddRaftVoterResponse,
-)
-from kafka_wire.messages.allocate_producer_ids import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
-)
-from kafka_wire.messages.alter_client_quotas import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasRequestEntityData,
-    AlterClientQuotasRequestEntryData,
-    AlterClientQuotasRequestOpData,
-    AlterClientQuotasResponse,
-    AlterClientQuotasResponseEntityData,
-    AlterClientQuotasResponseEntryData,
-)
-from kafka_wire.messages.alter_configs import (
-    AlterConfigsRequest,
-    AlterConfigsRequestAlterableConfig,
-    AlterConfigsRequestResource,
-    AlterConfigsResponse,
-    AlterConfigsResponseResourceResponse,
-)
-from kafka_wire.messages.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-    AlterPartitionResponse,
-    AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData,
-)
-from kafka_wire.messages.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsRequestReassignablePartition,
-    AlterPartitionReassignmentsRequestReassignableTopic,
-    AlterPartitionReassignmentsResponse,
-    AlterPartitionReassignmentsResponseReassignablePartitionResponse,
-    AlterPartitionReassignmentsResponseReassignableTopicResponse,
-)
-from kafka_wire.messages.alter_replica_log_dirs import (
-    AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsRequestAlterReplicaLogDir,
-    AlterReplicaLogDirsRequestAlterReplicaLogDirTopic,
-    AlterReplicaLogDirsResponse,
-    AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult,
-    AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult,
-)
-from kafka_wire.messages.alter_share_group_offsets import (
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsRequestPartition,
-    AlterShareGroupOffsetsRequestTopic,
-    AlterShareGroupOffsetsResponse,
-    AlterShareGroupOffsetsResponsePartition,
-    AlterShareGroupOffsetsResponseTopic,
-)
-from kafka_wire.messages.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsRequestScramCredentialDeletion,
-    AlterUserScramCredentialsRequestScramCredentialUpsertion,
-    AlterUserScramCredentialsResponse,
-    AlterUserScramCredentialsResponseResult,
-)
-from kafka_wire.messages.api_key import (
-    ApiKey,
-)
-from kafka_wire.messages.api_versions import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    ApiVersionsResponseApiVersion,
-    ApiVersionsResponseFinalizedFeatureKey,
-    ApiVersionsResponseSupportedFeatureKey,
-)
-from kafka_wire.messages.assign_replicas_to_dirs import (
-    AssignReplicasToDirsRequest,
-    AssignReplicasToDirsRequestDirectoryData,
-    AssignReplicasToDirsRequestPartitionData,
-    AssignReplicasToDirsRequestTopicData,
-    AssignReplicasToDirsResponse,
-    AssignReplicasToDirsResponseDirectoryData,
-    AssignReplicasToDirsResponsePartitionData,
-    AssignReplicasToDirsResponseTopicData,
-)
-from kafka_wire.messages.begin_quorum_epoch import (
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochRequestLeaderEndpoint,
-    BeginQuorumEpochRequestPartitionData,
-    BeginQuorumEpochRequestTopicData,
-    BeginQuorumEpochResponse,
-    BeginQuorumEpochResponseNodeEndpoint,
-    BeginQuorumEpochResponsePartitionData,
-    BeginQuorumEpochResponseTopicData,
-)
-from kafka_wire.messages.broker_heartbeat import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-)
-from kafka_wire.messages.broker_registration import (
-    BrokerRegistrationRequest,
-    BrokerRegistrationRequestFeature,
-    BrokerRegistrationRequestListener,
-    BrokerRegistrationResponse,
-)
-from kafka_wire.messages.consumer_group_describe import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupDescribeResponseAssignment,
-    ConsumerGroupDescribeResponseDescribedGroup,
-    ConsumerGroupDescribeResponseMember,
-    ConsumerGroupDescribeResponseTopicPartitions,
-)
-from kafka_wire.messages.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatRequestTopicPartitions,
-    ConsumerGroupHeartbeatResponse,
-    ConsumerGroupHeartbeatResponseAssignment,
-    ConsumerGroupHeartbeatResponseTopicPartitions,
-)
-from kafka_wire.messages.consumer_protocol_assignment import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolAssignmentTopicPartition,
-)
-from kafka_wire.messages.consumer_protocol_subscription import (
-    ConsumerProtocolSubscription,
-    ConsumerProtocolSubscriptionTopicPartition,
-)
-from kafka_wire.messages.control_record_type_schema import (
-    ControlRecordTypeSchema,
-)
-from kafka_wire.messages.controlled_shutdown import (
-    ControlledShutdownRequest,
-    ControlledShutdownResponse,
-    ControlledShutdownResponseRemainingPartition,
-)
-from kafka_wire.messages.controller_registration import (
-    ControllerRegistrationRequest,
-    ControllerRegistrationRequestFeature,
-    ControllerRegistrationRequestListener,
-    ControllerRegistrationResponse,
-)
-from kafka_wire.messages.create_acls import (
-    CreateAclsRequest,
-    CreateAclsRequestAclCreation,
-    CreateAclsResponse,
-    CreateAclsResponseAclCreationResult,
-)
-from kafka_wire.messages.create_delegation_token import (
-    CreateDelegationTokenRequest,
-    CreateDelegationTokenRequestCreatableRenewers,
-    CreateDelegationTokenResponse,
-)
-from kafka_wire.messages.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsRequestAssignment,
-    CreatePartitionsRequestTopic,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseTopicResult,
-)
-from kafka_wire.messages.create_topics import (
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableReplicaAssignment,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsRequestCreatableTopicConfig,
-    CreateTopicsResponse,
-    CreateTopicsResponseCreatableTopicConfigs,
-    CreateTopicsResponseCreatableTopicResult,
-)
-from kafka_wire.messages.default_principal_data import (
-    DefaultPrincipalData,
-)
-from kafka_wire.messages.delete_acls import (
-    DeleteAclsRequest,
-    DeleteAclsRequestFilter,
-    DeleteAclsResponse,
-    DeleteAclsResponseFilterResult,
-    DeleteAclsResponseMatchingAcl,
-)
-from kafka_wire.messages.delete_groups import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteGroupsResponseDeletableGroupResult,
-)
-from kafka_wire.messages.delete_records import (
-    DeleteRecordsRequest,
-    DeleteRecordsRequestPartition,
-    DeleteRecordsRequestTopic,
-    DeleteRecordsResponse,
-    DeleteRecordsResponsePartitionResult,
-    DeleteRecordsResponseTopicResult,
-)
-from kafka_wire.messages.delete_share_group_offsets import (
-    DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsRequestTopic,
-    DeleteShareGroupOffsetsResponse,
-    DeleteShareGroupOffsetsResponseTopic,
-)
-from kafka_wire.messages.delete_share_group_state import (
-    DeleteShareGroupStateRequest,
-    DeleteShareGroupStateRequestDeleteStateData,
-    DeleteShareGroupStateRequestPartitionData,
-    DeleteShareGroupStateResponse,
-    DeleteShareGroupStateResponseDeleteStateResult,
-    DeleteShareGroupStateResponsePartitionResult,
-)
-from kafka_wire.messages.delete_topics import (
-    DeleteTopicsRequest,
-    DeleteTopicsRequestDeleteTopicState,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseDeletableTopicResult,
-)
-from kafka_wire.messages.describe_acls import (
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-    DescribeAclsResponseAclDescription,
-    DescribeAclsResponseResource,
-)
-from kafka_wire.messages.describe_client_quotas import (
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasRequestComponentData,
-    DescribeClientQuotasResponse,
-    DescribeClientQuotasResponseEntityData,
-    DescribeClientQuotasResponseEntryData,
-    DescribeClientQuotasResponseValueData,
-)
-from kafka_wire.messages.describe_cluster import (
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-    DescribeClusterResponseBroker,
-)
-from kafka_wire.messages.describe_configs import (
-    DescribeConfigsRequest,
-    DescribeConfigsRequestResource,
-    DescribeConfigsResponse,
-    DescribeConfigsResponseResourceResult,
-    DescribeConfigsResponseResult,
-    DescribeConfigsResponseSynonym,
-)
-from kafka_wire.messages.describe_delegation_token import (
-    DescribeDelegationTokenRequest,
-    DescribeDelegationTokenRequestOwner,
-    DescribeDelegationTokenResponse,
-    DescribeDelegationTokenResponseDescribedDelegationToken,
-    DescribeDelegationTokenResponseDescribedDelegationTokenRenewer,
-)
-from kafka_wire.messages.describe_groups import (
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeGroupsResponseDescribedGroup,
-    DescribeGroupsResponseDescribedGroupMember,
-)
-from kafka_wire.messages.describe_log_dirs import (
-    DescribeLogDirsRequest,
-    DescribeLogDirsRequestDescribableLogDirTopic,
-    DescribeLogDirsResponse,
-    DescribeLogDirsResponsePartition,
-    DescribeLogDirsResponseResult,
-    DescribeLogDirsResponseTopic,
-)
-from kafka_wire.messages.describe_producers import (
-    DescribeProducersRequest,
-    DescribeProducersRequestTopicRequest,
-    DescribeProducersResponse,
-    DescribeProducersResponsePartitionResponse,
-    DescribeProducersResponseProducerState,
-    DescribeProducersResponseTopicResponse,
-)
-from kafka_wire.messages.describe_quorum import (
-    DescribeQuorumRequest,
-    DescribeQuorumRequestPartitionData,
-    DescribeQuorumRequestTopicData,
-    DescribeQuorumResponse,
-    DescribeQuorumResponseListener,
-    DescribeQuorumResponseNode,
-    DescribeQuorumResponsePartitionData,
-    DescribeQuorumResponseReplicaState,
-    DescribeQuorumResponseTopicData,
-)
-from kafka_wire.messages.describe_share_group_offsets import (
-    DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsRequestGroup,
-    DescribeShareGroupOffsetsRequestTopic,
-    DescribeShareGroupOffsetsResponse,
-    DescribeShareGroupOffsetsResponseGroup,
-    DescribeShareGroupOffsetsResponsePartition,
-    DescribeShareGroupOffsetsResponseTopic,
-)
-from kafka_wire.messages.describe_topic_partitions import (
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsRequestCursor,
-    DescribeTopicPartitionsRequestTopicRequest,
-    DescribeTopicPartitionsResponse,
-    DescribeTopicPartitionsResponseCursor,
-    DescribeTopicPartitionsResponsePartition,
-    DescribeTopicPartitionsResponseTopic,
-)
-from kafka_wire.messages.describe_transactions import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    DescribeTransactionsResponseTopicData,
-    DescribeTransactionsResponseTransactionState,
-)
-from kafka_wire.messages.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsRequestUserName,
-    DescribeUserScramCredentialsResponse,
-    DescribeUserScramCredentialsResponseCredentialInfo,
-    DescribeUserScramCredentialsResponseResult,
-)
-from kafka_wire.messages.elect_leaders import (
-    ElectLeadersRequest,
-    ElectLeadersRequestTopicPartitions,
-    ElectLeadersResponse,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResult,
-)
-from kafka_wire.messages.end_quorum_epoch import (
-    EndQuorumEpochRequest,
-    EndQuorumEpochRequestLeaderEndpoint,
-    EndQuorumEpochRequestPartitionData,
-    EndQuorumEpochRequestReplicaInfo,
-    EndQuorumEpochRequestTopicData,
-    EndQuorumEpochResponse,
-    EndQuorumEpochResponseNodeEndpoint,
-    EndQuorumEpochResponsePartitionData,
-    EndQuorumEpochResponseTopicData,
-)
-from kafka_wire.messages.end_txn import (
-    EndTxnRequest,
-    EndTxnResponse,
-)
-from kafka_wire.messages.end_txn_marker import (
-    EndTxnMarker,
-)
-from kafka_wire.messages.envelope import (
-    EnvelopeRequest,
-    EnvelopeResponse,
-)
-from kafka_wire.messages.error_code import (
-    ErrorCode,
-)
-from kafka_wire.messages.expire_delegation_token import (
-    ExpireDelegationTokenRequest,
-    ExpireDelegationTokenResponse,
-)
-from kafka_wire.messages.fetch import (
-    FetchRequest,
-    FetchRequestForgottenTopic,
-    FetchRequestPartition,
-    FetchRequestReplicaState,
-    FetchRequestTopic,
-    FetchResponse,
-    FetchResponseAbortedTransaction,
-    FetchResponseEpochEndOffset,
-    FetchResponseFetchableTopicResponse,
-    FetchResponseLeaderIdAndEpoch,
-    FetchResponseNodeEndpoint,
-    FetchResponsePartitionData,
-    FetchResponseSnapshotId,
-)
-from kafka_wire.messages.fetch_snapshot import (
-    FetchSnapshotRequest,
-    FetchSnapshotRequestPartitionSnapshot,
-    FetchSnapshotRequestSnapshotId,
-    FetchSnapshotRequestTopicSnapshot,
-    FetchSnapshotResponse,
-    FetchSnapshotResponseLeaderIdAndEpoch,
-    FetchSnapshotResponseNodeEndpoint,
-    FetchSnapshotResponsePartitionSnapshot,
-    FetchSnapshotResponseSnapshotId,
-    FetchSnapshotResponseTopicSnapshot,
-)
-from kafka_wire.messages.find_coordinator import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    FindCoordinatorResponseCoordinator,
-)
-from kafka_wire.messages.get_telemetry_subscriptions import (
-    GetTelemetrySubscriptionsRequest,
-    GetTelemetrySubscriptionsResponse,
-)
-from kafka_wire.messages.heartbeat import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-)
-from kafka_wire.messages.incremental_alter_configs import (
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsRequestAlterConfigsResource,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-)
-from kafka_wire.messages.init_producer_id import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
-from kafka_wire.messages.initialize_share_group_state import (
-    InitializeShareGroupStateRequest,
-    InitializeShareGroupStateRequestInitializeStateData,
-    InitializeShareGroupStateRequestPartitionData,
-    InitializeShareGroupStateResponse,
-    InitializeShareGroupStateResponseInitializeStateResult,
-    InitializeShareGroupStateResponsePartitionResult,
-)
-from kafka_wire.messages.join_group import (
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-)
-from kafka_wire.messages.k_raft_version_record import (
-    KRaftVersionRecord,
-)
-from kafka_wire.messages.leader_and_isr import (
-    LeaderAndIsrRequest,
-    LeaderAndIsrRequestLiveLeader,
-    LeaderAndIsrRequestPartitionState,
-    LeaderAndIsrRequestTopicState,
-    LeaderAndIsrResponse,
-    LeaderAndIsrResponsePartitionError,
-    LeaderAndIsrResponseTopicError,
-)
-from kafka_wire.messages.leader_change_message import (
-    LeaderChangeMessage,
-    LeaderChangeMessageVoter,
-)
-from kafka_wire.messages.leave_group import (
-    LeaveGroupRequest,
-    LeaveGroupRequestMemberIdentity,
-    LeaveGroupResponse,
-    LeaveGroupResponseMemberResponse,
-)
-from kafka_wire.messages.list_config_resources import (
-    ListConfigResourcesRequest,
-    ListConfigResourcesResponse,
-    ListConfigResourcesResponseConfigResource,
-)
-from kafka_wire.messages.list_groups import (
-    ListGroupsRequest,
-    ListGroupsResponse,
-    ListGroupsResponseListedGroup,
-)
-from kafka_wire.messages.list_offsets import (
-    ListOffsetsRequest,
-    ListOffsetsRequestPartition,
-    ListOffsetsRequestTopic,
-    ListOffsetsResponse,
-    ListOffsetsResponsePartitionResponse,
-    ListOffsetsResponseTopicResponse,
-)
-from kafka_wire.messages.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsRequestTopics,
-    ListPartitionReassignmentsResponse,
-    ListPartitionReassignmentsResponseOngoingPartitionReassignment,
-    ListPartitionReassignmentsResponseOngoingTopicReassignment,
-)
-from kafka_wire.messages.list_transactions import (
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    ListTransactionsResponseTransactionState,
-)
-from kafka_wire.messages.metadata import (
-    MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
-from kafka_wire.messages.offset_commit import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
-from kafka_wire.messages.offset_delete import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
-    OffsetDeleteResponse,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-)
-from kafka_wire.messages.offset_fetch import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
-)
-from kafka_wire.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
-    OffsetForLeaderEpochRequestOffsetForLeaderTopic,
-    OffsetForLeaderEpochResponse,
-    OffsetForLeaderEpochResponseEpochEndOffset,
-    OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
-)
-from kafka_wire.messages.produce import (
-    ProduceRequest,
-    ProduceRequestPartitionProduceData,
-    ProduceRequestTopicProduceData,
-    ProduceResponse,
-    ProduceResponseBatchIndexAndErrorMessage,
-    ProduceResponseLeaderIdAndEpoch,
-    ProduceResponseNodeEndpoint,
-    ProduceResponsePartitionProduceResponse,
-    ProduceResponseTopicProduceResponse,
-)
-from kafka_wire.messages.push_telemetry import (
-    PushTelemetryRequest,
-    PushTelemetryResponse,
-)
-from kafka_wire.messages.read_share_group_state import (
-    ReadShareGroupStateRequest,
-    ReadShareGroupStateRequestPartitionData,
-    ReadShareGroupStateRequestReadStateData,
-    ReadShareGroupStateResponse,
-    ReadShareGroupStateResponsePartitionResult,
-    ReadShareGroupStateResponseReadStateResult,
-    ReadShareGroupStateResponseStateBatch,
-)
-from kafka_wire.messages.read_share_group_state_summary import (
-    ReadShareGroupStateSummaryRequest,
-    ReadShareGroupStateSummaryRequestPartitionData,
-    ReadShareGroupStateSummaryRequestReadStateSummaryData,
-    ReadShareGroupStateSummaryResponse,
-    ReadShareGroupStateSummaryResponsePartitionResult,
-    ReadShareGroupStateSummaryResponseReadStateSummaryResult,
-)
-from kafka_wire.messages.remove_raft_voter import (
-    RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse,
-)
-from kafka_wire.messages.renew_delegation_token import (
-    RenewDelegationTokenRequest,
-    RenewDelegationTokenResponse,
-)
-from kafka_wire.messages.request_header import (
-    RequestHeader,
-)
-from kafka_wire.messages.response_header import (
-    ResponseHeader,
-)
-from kafka_wire.messages.sasl_authenticate import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-)
-from kafka_wire.messages.sasl_handshake import (
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
-from kafka_wire.messages.share_acknowledge import (
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeRequestAcknowledgementBatch,
-    ShareAcknowledgeRequestAcknowledgePartition,
-    ShareAcknowledgeRequestAcknowledgeTopic,
-    ShareAcknowledgeResponse,
-    ShareAcknowledgeResponseLeaderIdAndEpoch,
-    ShareAcknowledgeResponseNodeEndpoint,
-    ShareAcknowledgeResponsePartitionData,
-    ShareAcknowledgeResponseTopicResponse,
-)
-from kafka_wire.messages.share_fetch import (
-    ShareFetchRequest,
-    ShareFetchRequestAcknowledgementBatch,
-    ShareFetchRequestFetchPartition,
-    ShareFetchRequestFetchTopic,
-    ShareFetchRequestForgottenTopic,
-    ShareFetchResponse,
-    ShareFetchResponseAcquiredRecords,
-    ShareFetchResponseLeaderIdAndEpoch,
-    ShareFetchResponseNodeEndpoint,
-    ShareFetchResponsePartitionData,
-    ShareFetchResponseShareFetchableTopicResponse,
-)
-from kafka_wire.messages.share_group_describe import (
-    ShareGroupDescribeRequest,
-    ShareGroupDescribeResponse,
-    ShareGroupDescribeResponseAssignment,
-    ShareGroupDescribeResponseDescribedGroup,
-    ShareGroupDescribeResponseMember,
-    ShareGroupDescribeResponseTopicPartitions,
-)
-from kafka_wire.messages.share_group_heartbeat import (
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
-    ShareGroupHeartbeatResponseAssignment,
-    ShareGroupHeartbeatResponseTopicPartitions,
-)
-from kafka_wire.messages.snapshot_footer_record import (
-    SnapshotFooterRecord,
-)
-from kafka_wire.messages.snapshot_header_record import (
-    SnapshotHeaderRecord,
-)
-from kafka_wire.messages.stop_replica import (
-    StopReplicaRequest,
-    StopReplicaRequestPartitionState,
-    StopReplicaRequestPartitionV0,
-    StopReplicaRequestTopicState,
-    StopReplicaRequestTopicV1,
-    StopReplicaResponse,
-    StopReplicaResponsePartitionError,
-)
-from kafka_wire.messages.streams_group_describe import (
-    StreamsGroupDescribeRequest,
-    StreamsGroupDescribeResponse,
-    StreamsGroupDescribeResponseAssignment,
-    StreamsGroupDescribeResponseDescribedGroup,
-    StreamsGroupDescribeResponseEndpoint,
-    StreamsGroupDescribeResponseKeyValue,
-    StreamsGroupDescribeResponseMember,
-    StreamsGroupDescribeResponseSubtopology,
-    StreamsGroupDescribeResponseTaskIds,
-    StreamsGroupDescribeResponseTaskOffset,
-    StreamsGroupDescribeResponseTopicInfo,
-    StreamsGroupDescribeResponseTopology,
-    StreamsGroupDescribeResponseTopologyDescription,
-    StreamsGroupDescribeResponseTopologyDescriptionGlobalStore,
-    StreamsGroupDescribeResponseTopologyDescriptionNode,
-    StreamsGroupDescribeResponseTopologyDescriptionSubtopology,
-)
-from kafka_wire.messages.streams_group_heartbeat import (
-    StreamsGroupHeartbeatRequest,
-    StreamsGroupHeartbeatRequestCopartitionGroup,
-    StreamsGroupHeartbeatRequestEndpoint,
-    StreamsGroupHeartbeatRequestKeyValue,
-    StreamsGroupHeartbeatRequestSubtopology,
-    StreamsGroupHeartbeatRequestTaskIds,
-    StreamsGroupHeartbeatRequestTaskOffset,
-    StreamsGroupHeartbeatRequestTopicInfo,
-    StreamsGroupHeartbeatRequestTopology,
-    StreamsGroupHeartbeatResponse,
-    StreamsGroupHeartbeatResponseEndpoint,
-    StreamsGroupHeartbeatResponseEndpointToPartitions,
-    StreamsGroupHeartbeatResponseStatus,
-    StreamsGroupHeartbeatResponseTaskIds,
-    StreamsGroupHeartbeatResponseTopicPartition,
-)
-from kafka_wire.messages.streams_group_topology_description_update import (
-    StreamsGroupTopologyDescriptionUpdateRequest,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology,
-    StreamsGroupTopologyDescriptionUpdateResponse,
-)
-from kafka_wire.messages.sync_group import (
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
-)
-from kafka_wire.messages.txn_offset_commit import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
-from kafka_wire.messages.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
-from kafka_wire.messages.unregister_controller import (
-    UnregisterControllerRequest,
-    UnregisterControllerResponse,
-)
-from kafka_wire.messages.update_features import (
-    UpdateFeaturesRequest,
-    UpdateFeaturesRequestFeatureUpdateKey,
-    UpdateFeaturesResponse,
-    UpdateFeaturesResponseUpdatableFeatureResult,
-)
-from kafka_wire.messages.update_metadata import (
-    UpdateMetadataRequest,
-    UpdateMetadataRequestBroker,
-    UpdateMetadataRequestEndpoint,
-    UpdateMetadataRequestPartitionState,
-    UpdateMetadataRequestTopicState,
-    UpdateMetadataResponse,
-)
-from kafka_wire.messages.update_raft_voter import (
-    UpdateRaftVoterRequest,
-    UpdateRaftVoterRequestKRaftVersionFeature,
-    UpdateRaftVoterRequestListener,
-    UpdateRaftVoterResponse,
-    UpdateRaftVoterResponseCurrentLeader,
-)
-from kafka_wire.messages.vote import (
-    VoteRequest,
-    VoteRequestPartitionData,
-    VoteRequestTopicData,
-    VoteResponse,
-    VoteResponseNodeEndpoint,
-    VoteResponsePartitionData,
-    VoteResponseTopicData,
-)
-from kafka_wire.messages.voters_record import (
-    VotersRecord,
-    VotersRecordEndpoint,
-    VotersRecordKRaftVersionFeature,
-    VotersRecordVoter,
-)
-from kafka_wire.messages.write_share_group_state import (
-    WriteShareGroupStateRequest,
-    WriteShareGroupStateRequestPartitionData,
-    WriteShareGroupStateRequestStateBatch,
-    WriteShareGroupStateRequestWriteStateData,
-    WriteShareGroupStateResponse,
-    WriteShareGroupStateResponsePartitionResult,
-    WriteShareGroupStateResponseWriteStateResult,
-)
-from kafka_wire.messages.write_txn_markers import (
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersRequestWritableTxnMarker,
-    WriteTxnMarkersRequestWritableTxnMarkerTopic,
-    WriteTxnMarkersResponse,
-    WriteTxnMarkersResponseWritableTxnMarkerPartitionResult,
-    WriteTxnMarkersResponseWritableTxnMarkerResult,
-    WriteTxnMarkersResponseWritableTxnMarkerTopicResult,
-)
+from kafka_wire.messages.api_key import ApiKey
+from kafka_wire.messages.error_code import ErrorCode
+
+if TYPE_CHECKING:
+    from kafka_wire.messages.aborted_txn import (
+        AbortedTxn,
+    )
+    from kafka_wire.messages.add_offsets_to_txn import (
+        AddOffsetsToTxnRequest,
+        AddOffsetsToTxnResponse,
+    )
+    from kafka_wire.messages.add_partitions_to_txn import (
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnRequestTopic,
+        AddPartitionsToTxnRequestTransaction,
+        AddPartitionsToTxnResponse,
+        AddPartitionsToTxnResponsePartitionResult,
+        AddPartitionsToTxnResponseResult,
+        AddPartitionsToTxnResponseTopicResult,
+    )
+    from kafka_wire.messages.add_raft_voter import (
+        AddRaftVoterRequest,
+        AddRaftVoterRequestListener,
+        AddRaftVoterResponse,
+    )
+    from kafka_wire.messages.allocate_producer_ids import (
+        AllocateProducerIdsRequest,
+        AllocateProducerIdsResponse,
+    )
+    from kafka_wire.messages.alter_client_quotas import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasRequestEntityData,
+        AlterClientQuotasRequestEntryData,
+        AlterClientQuotasRequestOpData,
+        AlterClientQuotasResponse,
+        AlterClientQuotasResponseEntityData,
+        AlterClientQuotasResponseEntryData,
+    )
+    from kafka_wire.messages.alter_configs import (
+        AlterConfigsRequest,
+        AlterConfigsRequestAlterableConfig,
+        AlterConfigsRequestResource,
+        AlterConfigsResponse,
+        AlterConfigsResponseResourceResponse,
+    )
+    from kafka_wire.messages.alter_partition import (
+        AlterPartitionRequest,
+        AlterPartitionRequestBrokerState,
+        AlterPartitionRequestPartitionData,
+        AlterPartitionRequestTopicData,
+        AlterPartitionResponse,
+        AlterPartitionResponsePartitionData,
+        AlterPartitionResponseTopicData,
+    )
+    from kafka_wire.messages.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsRequestReassignablePartition,
+        AlterPartitionReassignmentsRequestReassignableTopic,
+        AlterPartitionReassignmentsResponse,
+        AlterPartitionReassignmentsResponseReassignablePartitionResponse,
+        AlterPartitionReassignmentsResponseReassignableTopicResponse,
+    )
+    from kafka_wire.messages.alter_replica_log_dirs import (
+        AlterReplicaLogDirsRequest,
+        AlterReplicaLogDirsRequestAlterReplicaLogDir,
+        AlterReplicaLogDirsRequestAlterReplicaLogDirTopic,
+        AlterReplicaLogDirsResponse,
+        AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult,
+        AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult,
+    )
+    from kafka_wire.messages.alter_share_group_offsets import (
+        AlterShareGroupOffsetsRequest,
+        AlterShareGroupOffsetsRequestPartition,
+        AlterShareGroupOffsetsRequestTopic,
+        AlterShareGroupOffsetsResponse,
+        AlterShareGroupOffsetsResponsePartition,
+        AlterShareGroupOffsetsResponseTopic,
+    )
+    from kafka_wire.messages.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsRequestScramCredentialDeletion,
+        AlterUserScramCredentialsRequestScramCredentialUpsertion,
+        AlterUserScramCredentialsResponse,
+        AlterUserScramCredentialsResponseResult,
+    )
+    from kafka_wire.messages.api_versions import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        ApiVersionsResponseApiVersion,
+        ApiVersionsResponseFinalizedFeatureKey,
+        ApiVersionsResponseSupportedFeatureKey,
+    )
+    from kafka_wire.messages.assign_replicas_to_dirs import (
+        AssignReplicasToDirsRequest,
+        AssignReplicasToDirsRequestDirectoryData,
+        AssignReplicasToDirsRequestPartitionData,
+        AssignReplicasToDirsRequestTopicData,
+        AssignReplicasToDirsResponse,
+        AssignReplicasToDirsResponseDirectoryData,
+        AssignReplicasToDirsResponsePartitionData,
+        AssignReplicasToDirsResponseTopicData,
+    )
+    from kafka_wire.messages.begin_quorum_epoch import (
+        BeginQuorumEpochRequest,
+        BeginQuorumEpochRequestLeaderEndpoint,
+        BeginQuorumEpochRequestPartitionData,
+        BeginQuorumEpochRequestTopicData,
+        BeginQuorumEpochResponse,
+        BeginQuorumEpochResponseNodeEndpoint,
+        BeginQuorumEpochResponsePartitionData,
+        BeginQuorumEpochResponseTopicData,
+    )
+    from kafka_wire.messages.broker_heartbeat import (
+        BrokerHeartbeatRequest,
+        BrokerHeartbeatResponse,
+    )
+    from kafka_wire.messages.broker_registration import (
+        BrokerRegistrationRequest,
+        BrokerRegistrationRequestFeature,
+        BrokerRegistrationRequestListener,
+        BrokerRegistrationResponse,
+    )
+    from kafka_wire.messages.consumer_group_describe import (
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+        ConsumerGroupDescribeResponseAssignment,
+        ConsumerGroupDescribeResponseDescribedGroup,
+        ConsumerGroupDescribeResponseMember,
+        ConsumerGroupDescribeResponseTopicPartitions,
+    )
+    from kafka_wire.messages.consumer_group_heartbeat import (
+        ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatRequestTopicPartitions,
+        ConsumerGroupHeartbeatResponse,
+        ConsumerGroupHeartbeatResponseAssignment,
+        ConsumerGroupHeartbeatResponseTopicPartitions,
+    )
+    from kafka_wire.messages.consumer_protocol_assignment import (
+        ConsumerProtocolAssignment,
+        ConsumerProtocolAssignmentTopicPartition,
+    )
+    from kafka_wire.messages.consumer_protocol_subscription import (
+        ConsumerProtocolSubscription,
+        ConsumerProtocolSubscriptionTopicPartition,
+    )
+    from kafka_wire.messages.control_record_type_schema import (
+        ControlRecordTypeSchema,
+    )
+    from kafka_wire.messages.controlled_shutdown import (
+        ControlledShutdownRequest,
+        ControlledShutdownResponse,
+        ControlledShutdownResponseRemainingPartition,
+    )
+    from kafka_wire.messages.controller_registration import (
+        ControllerRegistrationRequest,
+        ControllerRegistrationRequestFeature,
+        ControllerRegistrationRequestListener,
+        ControllerRegistrationResponse,
+    )
+    from kafka_wire.messages.create_acls import (
+        CreateAclsRequest,
+        CreateAclsRequestAclCreation,
+        CreateAclsResponse,
+        CreateAclsResponseAclCreationResult,
+    )
+    from kafka_wire.messages.create_delegation_token import (
+        CreateDelegationTokenRequest,
+        CreateDelegationTokenRequestCreatableRenewers,
+        CreateDelegationTokenResponse,
+    )
+    from kafka_wire.messages.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsRequestAssignment,
+        CreatePartitionsRequestTopic,
+        CreatePartitionsResponse,
+        CreatePartitionsResponseTopicResult,
+    )
+    from kafka_wire.messages.create_topics import (
+        CreateTopicsRequest,
+        CreateTopicsRequestCreatableReplicaAssignment,
+        CreateTopicsRequestCreatableTopic,
+        CreateTopicsRequestCreatableTopicConfig,
+        CreateTopicsResponse,
+        CreateTopicsResponseCreatableTopicConfigs,
+        CreateTopicsResponseCreatableTopicResult,
+    )
+    from kafka_wire.messages.default_principal_data import (
+        DefaultPrincipalData,
+    )
+    from kafka_wire.messages.delete_acls import (
+        DeleteAclsRequest,
+        DeleteAclsRequestFilter,
+        DeleteAclsResponse,
+        DeleteAclsResponseFilterResult,
+        DeleteAclsResponseMatchingAcl,
+    )
+    from kafka_wire.messages.delete_groups import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+        DeleteGroupsResponseDeletableGroupResult,
+    )
+    from kafka_wire.messages.delete_records import (
+        DeleteRecordsRequest,
+        DeleteRecordsRequestPartition,
+        DeleteRecordsRequestTopic,
+        DeleteRecordsResponse,
+        DeleteRecordsResponsePartitionResult,
+        DeleteRecordsResponseTopicResult,
+    )
+    from kafka_wire.messages.delete_share_group_offsets import (
+        DeleteShareGroupOffsetsRequest,
+        DeleteShareGroupOffsetsRequestTopic,
+        DeleteShareGroupOffsetsResponse,
+        DeleteShareGroupOffsetsResponseTopic,
+    )
+    from kafka_wire.messages.delete_share_group_state import (
+        DeleteShareGroupStateRequest,
+        DeleteShareGroupStateRequestDeleteStateData,
+        DeleteShareGroupStateRequestPartitionData,
+        DeleteShareGroupStateResponse,
+        DeleteShareGroupStateResponseDeleteStateResult,
+        DeleteShareGroupStateResponsePartitionResult,
+    )
+    from kafka_wire.messages.delete_topics import (
+        DeleteTopicsRequest,
+        DeleteTopicsRequestDeleteTopicState,
+        DeleteTopicsResponse,
+        DeleteTopicsResponseDeletableTopicResult,
+    )
+    from kafka_wire.messages.describe_acls import (
+        DescribeAclsRequest,
+        DescribeAclsResponse,
+        DescribeAclsResponseAclDescription,
+        DescribeAclsResponseResource,
+    )
+    from kafka_wire.messages.describe_client_quotas import (
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasRequestComponentData,
+        DescribeClientQuotasResponse,
+        DescribeClientQuotasResponseEntityData,
+        DescribeClientQuotasResponseEntryData,
+        DescribeClientQuotasResponseValueData,
+    )
+    from kafka_wire.messages.describe_cluster import (
+        DescribeClusterRequest,
+        DescribeClusterResponse,
+        DescribeClusterResponseBroker,
+    )
+    from kafka_wire.messages.describe_configs import (
+        DescribeConfigsRequest,
+        DescribeConfigsRequestResource,
+        DescribeConfigsResponse,
+        DescribeConfigsResponseResourceResult,
+        DescribeConfigsResponseResult,
+        DescribeConfigsResponseSynonym,
+    )
+    from kafka_wire.messages.describe_delegation_token import (
+        DescribeDelegationTokenRequest,
+        DescribeDelegationTokenRequestOwner,
+        DescribeDelegationTokenResponse,
+        DescribeDelegationTokenResponseDescribedDelegationToken,
+        DescribeDelegationTokenResponseDescribedDelegationTokenRenewer,
+    )
+    from kafka_wire.messages.describe_groups import (
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        DescribeGroupsResponseDescribedGroup,
+        DescribeGroupsResponseDescribedGroupMember,
+    )
+    from kafka_wire.messages.describe_log_dirs import (
+        DescribeLogDirsRequest,
+        DescribeLogDirsRequestDescribableLogDirTopic,
+        DescribeLogDirsResponse,
+        DescribeLogDirsResponsePartition,
+        DescribeLogDirsResponseResult,
+        DescribeLogDirsResponseTopic,
+    )
+    from kafka_wire.messages.describe_producers import (
+        DescribeProducersRequest,
+        DescribeProducersRequestTopicRequest,
+        DescribeProducersResponse,
+        DescribeProducersResponsePartitionResponse,
+        DescribeProducersResponseProducerState,
+        DescribeProducersResponseTopicResponse,
+    )
+    from kafka_wire.messages.describe_quorum import (
+        DescribeQuorumRequest,
+        DescribeQuorumRequestPartitionData,
+        DescribeQuorumRequestTopicData,
+        DescribeQuorumResponse,
+        DescribeQuorumResponseListener,
+        DescribeQuorumResponseNode,
+        DescribeQuorumResponsePartitionData,
+        DescribeQuorumResponseReplicaState,
+        DescribeQuorumResponseTopicData,
+    )
+    from kafka_wire.messages.describe_share_group_offsets import (
+        DescribeShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsRequestGroup,
+        DescribeShareGroupOffsetsRequestTopic,
+        DescribeShareGroupOffsetsResponse,
+        DescribeShareGroupOffsetsResponseGroup,
+        DescribeShareGroupOffsetsResponsePartition,
+        DescribeShareGroupOffsetsResponseTopic,
+    )
+    from kafka_wire.messages.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsRequestCursor,
+        DescribeTopicPartitionsRequestTopicRequest,
+        DescribeTopicPartitionsResponse,
+        DescribeTopicPartitionsResponseCursor,
+        DescribeTopicPartitionsResponsePartition,
+        DescribeTopicPartitionsResponseTopic,
+    )
+    from kafka_wire.messages.describe_transactions import (
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+        DescribeTransactionsResponseTopicData,
+        DescribeTransactionsResponseTransactionState,
+    )
+    from kafka_wire.messages.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsRequestUserName,
+        DescribeUserScramCredentialsResponse,
+        DescribeUserScramCredentialsResponseCredentialInfo,
+        DescribeUserScramCredentialsResponseResult,
+    )
+    from kafka_wire.messages.elect_leaders import (
+        ElectLeadersRequest,
+        ElectLeadersRequestTopicPartitions,
+        ElectLeadersResponse,
+        ElectLeadersResponsePartitionResult,
+        ElectLeadersResponseReplicaElectionResult,
+    )
+    from kafka_wire.messages.end_quorum_epoch import (
+        EndQuorumEpochRequest,
+        EndQuorumEpochRequestLeaderEndpoint,
+        EndQuorumEpochRequestPartitionData,
+        EndQuorumEpochRequestReplicaInfo,
+        EndQuorumEpochRequestTopicData,
+        EndQuorumEpochResponse,
+        EndQuorumEpochResponseNodeEndpoint,
+        EndQuorumEpochResponsePartitionData,
+        EndQuorumEpochResponseTopicData,
+    )
+    from kafka_wire.messages.end_txn import (
+        EndTxnRequest,
+        EndTxnResponse,
+    )
+    from kafka_wire.messages.end_txn_marker import (
+        EndTxnMarker,
+    )
+    from kafka_wire.messages.envelope import (
+        EnvelopeRequest,
+        EnvelopeResponse,
+    )
+    from kafka_wire.messages.expire_delegation_token import (
+        ExpireDelegationTokenRequest,
+        ExpireDelegationTokenResponse,
+    )
+    from kafka_wire.messages.fetch import (
+        FetchRequest,
+        FetchRequestForgottenTopic,
+        FetchRequestPartition,
+        FetchRequestReplicaState,
+        FetchRequestTopic,
+        FetchResponse,
+        FetchResponseAbortedTransaction,
+        FetchResponseEpochEndOffset,
+        FetchResponseFetchableTopicResponse,
+        FetchResponseLeaderIdAndEpoch,
+        FetchResponseNodeEndpoint,
+        FetchResponsePartitionData,
+        FetchResponseSnapshotId,
+    )
+    from kafka_wire.messages.fetch_snapshot import (
+        FetchSnapshotRequest,
+        FetchSnapshotRequestPartitionSnapshot,
+        FetchSnapshotRequestSnapshotId,
+        FetchSnapshotRequestTopicSnapshot,
+        FetchSnapshotResponse,
+        FetchSnapshotResponseLeaderIdAndEpoch,
+        FetchSnapshotResponseNodeEndpoint,
+        FetchSnapshotResponsePartitionSnapshot,
+        FetchSnapshotResponseSnapshotId,
+        FetchSnapshotResponseTopicSnapshot,
+    )
+    from kafka_wire.messages.find_coordinator import (
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        FindCoordinatorResponseCoordinator,
+    )
+    from kafka_wire.messages.get_telemetry_subscriptions import (
+        GetTelemetrySubscriptionsRequest,
+        GetTelemetrySubscriptionsResponse,
+    )
+    from kafka_wire.messages.heartbeat import (
+        HeartbeatRequest,
+        HeartbeatResponse,
+    )
+    from kafka_wire.messages.incremental_alter_configs import (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsRequestAlterableConfig,
+        IncrementalAlterConfigsRequestAlterConfigsResource,
+        IncrementalAlterConfigsResponse,
+        IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
+    )
+    from kafka_wire.messages.init_producer_id import (
+        InitProducerIdRequest,
+        InitProducerIdResponse,
+    )
+    from kafka_wire.messages.initialize_share_group_state import (
+        InitializeShareGroupStateRequest,
+        InitializeShareGroupStateRequestInitializeStateData,
+        InitializeShareGroupStateRequestPartitionData,
+        InitializeShareGroupStateResponse,
+        InitializeShareGroupStateResponseInitializeStateResult,
+        InitializeShareGroupStateResponsePartitionResult,
+    )
+    from kafka_wire.messages.join_group import (
+        JoinGroupRequest,
+        JoinGroupRequestProtocol,
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+    )
+    from kafka_wire.messages.k_raft_version_record import (
+        KRaftVersionRecord,
+    )
+    from kafka_wire.messages.leader_and_isr import (
+        LeaderAndIsrRequest,
+        LeaderAndIsrRequestLiveLeader,
+        LeaderAndIsrRequestPartitionState,
+        LeaderAndIsrRequestTopicState,
+        LeaderAndIsrResponse,
+        LeaderAndIsrResponsePartitionError,
+        LeaderAndIsrResponseTopicError,
+    )
+    from kafka_wire.messages.leader_change_message import (
+        LeaderChangeMessage,
+        LeaderChangeMessageVoter,
+    )
+    from kafka_wire.messages.leave_group import (
+        LeaveGroupRequest,
+        LeaveGroupRequestMemberIdentity,
+        LeaveGroupResponse,
+        LeaveGroupResponseMemberResponse,
+    )
+    from kafka_wire.messages.list_config_resources import (
+        ListConfigResourcesRequest,
+        ListConfigResourcesResponse,
+        ListConfigResourcesResponseConfigResource,
+    )
+    from kafka_wire.messages.list_groups import (
+        ListGroupsRequest,
+        ListGroupsResponse,
+        ListGroupsResponseListedGroup,
+    )
+    from kafka_wire.messages.list_offsets import (
+        ListOffsetsRequest,
+        ListOffsetsRequestPartition,
+        ListOffsetsRequestTopic,
+        ListOffsetsResponse,
+        ListOffsetsResponsePartitionResponse,
+        ListOffsetsResponseTopicResponse,
+    )
+    from kafka_wire.messages.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsRequestTopics,
+        ListPartitionReassignmentsResponse,
+        ListPartitionReassignmentsResponseOngoingPartitionReassignment,
+        ListPartitionReassignmentsResponseOngoingTopicReassignment,
+    )
+    from kafka_wire.messages.list_transactions import (
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+        ListTransactionsResponseTransactionState,
+    )
+    from kafka_wire.messages.metadata import (
+        MetadataRequest,
+        MetadataRequestTopic,
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )
+    from kafka_wire.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+    )
+    from kafka_wire.messages.offset_delete import (
+        OffsetDeleteRequest,
+        OffsetDeleteRequestPartition,
+        OffsetDeleteRequestTopic,
+        OffsetDeleteResponse,
+        OffsetDeleteResponsePartition,
+        OffsetDeleteResponseTopic,
+    )
+    from kafka_wire.messages.offset_fetch import (
+        OffsetFetchRequest,
+        OffsetFetchRequestGroup,
+        OffsetFetchRequestTopic,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponsePartition,
+        OffsetFetchResponsePartitions,
+        OffsetFetchResponseTopic,
+        OffsetFetchResponseTopics,
+    )
+    from kafka_wire.messages.offset_for_leader_epoch import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+        OffsetForLeaderEpochRequestOffsetForLeaderTopic,
+        OffsetForLeaderEpochResponse,
+        OffsetForLeaderEpochResponseEpochEndOffset,
+        OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
+    )
+    from kafka_wire.messages.produce import (
+        ProduceRequest,
+        ProduceRequestPartitionProduceData,
+        ProduceRequestTopicProduceData,
+        ProduceResponse,
+        ProduceResponseBatchIndexAndErrorMessage,
+        ProduceResponseLeaderIdAndEpoch,
+        ProduceResponseNodeEndpoint,
+        ProduceResponsePartitionProduceResponse,
+        ProduceResponseTopicProduceResponse,
+    )
+    from kafka_wire.messages.push_telemetry import (
+        PushTelemetryRequest,
+        PushTelemetryResponse,
+    )
+    from kafka_wire.messages.read_share_group_state import (
+        ReadShareGroupStateRequest,
+        ReadShareGroupStateRequestPartitionData,
+        ReadShareGroupStateRequestReadStateData,
+        ReadShareGroupStateResponse,
+        ReadShareGroupStateResponsePartitionResult,
+        ReadShareGroupStateResponseReadStateResult,
+        ReadShareGroupStateResponseStateBatch,
+    )
+    from kafka_wire.messages.read_share_group_state_summary import (
+        ReadShareGroupStateSummaryRequest,
+        ReadShareGroupStateSummaryRequestPartitionData,
+        ReadShareGroupStateSummaryRequestReadStateSummaryData,
+        ReadShareGroupStateSummaryResponse,
+        ReadShareGroupStateSummaryResponsePartitionResult,
+        ReadShareGroupStateSummaryResponseReadStateSummaryResult,
+    )
+    from kafka_wire.messages.remove_raft_voter import (
+        RemoveRaftVoterRequest,
+        RemoveRaftVoterResponse,
+    )
+    from kafka_wire.messages.renew_delegation_token import (
+        RenewDelegationTokenRequest,
+        RenewDelegationTokenResponse,
+    )
+    from kafka_wire.messages.request_header import (
+        RequestHeader,
+    )
+    from kafka_wire.messages.response_header import (
+        ResponseHeader,
+    )
+    from kafka_wire.messages.sasl_authenticate import (
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+    )
+    from kafka_wire.messages.sasl_handshake import (
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
+    from kafka_wire.messages.share_acknowledge import (
+        ShareAcknowledgeRequest,
+        ShareAcknowledgeRequestAcknowledgementBatch,
+        ShareAcknowledgeRequestAcknowledgePartition,
+        ShareAcknowledgeRequestAcknowledgeTopic,
+        ShareAcknowledgeResponse,
+        ShareAcknowledgeResponseLeaderIdAndEpoch,
+        ShareAcknowledgeResponseNodeEndpoint,
+        ShareAcknowledgeResponsePartitionData,
+        ShareAcknowledgeResponseTopicResponse,
+    )
+    from kafka_wire.messages.share_fetch import (
+        ShareFetchRequest,
+        ShareFetchRequestAcknowledgementBatch,
+        ShareFetchRequestFetchPartition,
+        ShareFetchRequestFetchTopic,
+        ShareFetchRequestForgottenTopic,
+        ShareFetchResponse,
+        ShareFetchResponseAcquiredRecords,
+        ShareFetchResponseLeaderIdAndEpoch,
+        ShareFetchResponseNodeEndpoint,
+        ShareFetchResponsePartitionData,
+        ShareFetchResponseShareFetchableTopicResponse,
+    )
+    from kafka_wire.messages.share_group_describe import (
+        ShareGroupDescribeRequest,
+        ShareGroupDescribeResponse,
+        ShareGroupDescribeResponseAssignment,
+        ShareGroupDescribeResponseDescribedGroup,
+        ShareGroupDescribeResponseMember,
+        ShareGroupDescribeResponseTopicPartitions,
+    )
+    from kafka_wire.messages.share_group_heartbeat import (
+        ShareGroupHeartbeatRequest,
+        ShareGroupHeartbeatResponse,
+        ShareGroupHeartbeatResponseAssignment,
+        ShareGroupHeartbeatResponseTopicPartitions,
+    )
+    from kafka_wire.messages.snapshot_footer_record import (
+        SnapshotFooterRecord,
+    )
+    from kafka_wire.messages.snapshot_header_record import (
+        SnapshotHeaderRecord,
+    )
+    from kafka_wire.messages.stop_replica import (
+        StopReplicaRequest,
+        StopReplicaRequestPartitionState,
+        StopReplicaRequestPartitionV0,
+        StopReplicaRequestTopicState,
+        StopReplicaRequestTopicV1,
+        StopReplicaResponse,
+        StopReplicaResponsePartitionError,
+    )
+    from kafka_wire.messages.streams_group_describe import (
+        StreamsGroupDescribeRequest,
+        StreamsGroupDescribeResponse,
+        StreamsGroupDescribeResponseAssignment,
+        StreamsGroupDescribeResponseDescribedGroup,
+        StreamsGroupDescribeResponseEndpoint,
+        StreamsGroupDescribeResponseKeyValue,
+        StreamsGroupDescribeResponseMember,
+        StreamsGroupDescribeResponseSubtopology,
+        StreamsGroupDescribeResponseTaskIds,
+        StreamsGroupDescribeResponseTaskOffset,
+        StreamsGroupDescribeResponseTopicInfo,
+        StreamsGroupDescribeResponseTopology,
+        StreamsGroupDescribeResponseTopologyDescription,
+        StreamsGroupDescribeResponseTopologyDescriptionGlobalStore,
+        StreamsGroupDescribeResponseTopologyDescriptionNode,
+        StreamsGroupDescribeResponseTopologyDescriptionSubtopology,
+    )
+    from kafka_wire.messages.streams_group_heartbeat import (
+        StreamsGroupHeartbeatRequest,
+        StreamsGroupHeartbeatRequestCopartitionGroup,
+        StreamsGroupHeartbeatRequestEndpoint,
+        StreamsGroupHeartbeatRequestKeyValue,
+        StreamsGroupHeartbeatRequestSubtopology,
+        StreamsGroupHeartbeatRequestTaskIds,
+        StreamsGroupHeartbeatRequestTaskOffset,
+        StreamsGroupHeartbeatRequestTopicInfo,
+        StreamsGroupHeartbeatRequestTopology,
+        StreamsGroupHeartbeatResponse,
+        StreamsGroupHeartbeatResponseEndpoint,
+        StreamsGroupHeartbeatResponseEndpointToPartitions,
+        StreamsGroupHeartbeatResponseStatus,
+        StreamsGroupHeartbeatResponseTaskIds,
+        StreamsGroupHeartbeatResponseTopicPartition,
+    )
+    from kafka_wire.messages.streams_group_topology_description_update import (
+        StreamsGroupTopologyDescriptionUpdateRequest,
+        StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription,
+        StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore,
+        StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode,
+        StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology,
+        StreamsGroupTopologyDescriptionUpdateResponse,
+    )
+    from kafka_wire.messages.sync_group import (
+        SyncGroupRequest,
+        SyncGroupRequestAssignment,
+        SyncGroupResponse,
+    )
+    from kafka_wire.messages.txn_offset_commit import (
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitRequestPartition,
+        TxnOffsetCommitRequestTopic,
+        TxnOffsetCommitResponse,
+        TxnOffsetCommitResponsePartition,
+        TxnOffsetCommitResponseTopic,
+    )
+    from kafka_wire.messages.unregister_broker import (
+        UnregisterBrokerRequest,
+        UnregisterBrokerResponse,
+    )
+    from kafka_wire.messages.unregister_controller import (
+        UnregisterControllerRequest,
+        UnregisterControllerResponse,
+    )
+    from kafka_wire.messages.update_features import (
+        UpdateFeaturesRequest,
+        UpdateFeaturesRequestFeatureUpdateKey,
+        UpdateFeaturesResponse,
+        UpdateFeaturesResponseUpdatableFeatureResult,
+    )
+    from kafka_wire.messages.update_metadata import (
+        UpdateMetadataRequest,
+        UpdateMetadataRequestBroker,
+        UpdateMetadataRequestEndpoint,
+        UpdateMetadataRequestPartitionState,
+        UpdateMetadataRequestTopicState,
+        UpdateMetadataResponse,
+    )
+    from kafka_wire.messages.update_raft_voter import (
+        UpdateRaftVoterRequest,
+        UpdateRaftVoterRequestKRaftVersionFeature,
+        UpdateRaftVoterRequestListener,
+        UpdateRaftVoterResponse,
+        UpdateRaftVoterResponseCurrentLeader,
+    )
+    from kafka_wire.messages.vote import (
+        VoteRequest,
+        VoteRequestPartitionData,
+        VoteRequestTopicData,
+        VoteResponse,
+        VoteResponseNodeEndpoint,
+        VoteResponsePartitionData,
+        VoteResponseTopicData,
+    )
+    from kafka_wire.messages.voters_record import (
+        VotersRecord,
+        VotersRecordEndpoint,
+        VotersRecordKRaftVersionFeature,
+        VotersRecordVoter,
+    )
+    from kafka_wire.messages.write_share_group_state import (
+        WriteShareGroupStateRequest,
+        WriteShareGroupStateRequestPartitionData,
+        WriteShareGroupStateRequestStateBatch,
+        WriteShareGroupStateRequestWriteStateData,
+        WriteShareGroupStateResponse,
+        WriteShareGroupStateResponsePartitionResult,
+        WriteShareGroupStateResponseWriteStateResult,
+    )
+    from kafka_wire.messages.write_txn_markers import (
+        WriteTxnMarkersRequest,
+        WriteTxnMarkersRequestWritableTxnMarker,
+        WriteTxnMarkersRequestWritableTxnMarkerTopic,
+        WriteTxnMarkersResponse,
+        WriteTxnMarkersResponseWritableTxnMarkerPartitionResult,
+        WriteTxnMarkersResponseWritableTxnMarkerResult,
+        WriteTxnMarkersResponseWritableTxnMarkerTopicResult,
+    )
+
+    HEADERS: tuple[type[Message], ...]
+    DATA: tuple[type[Message], ...]
+
+#: The generated module that holds each class.
+_MODULE_OF: dict[str, str] = {
+    'AbortedTxn': 'aborted_txn',
+    'AddOffsetsToTxnRequest': 'add_offsets_to_txn',
+    'AddOffsetsToTxnResponse': 'add_offsets_to_txn',
+    'AddPartitionsToTxnRequest': 'add_partitions_to_txn',
+    'AddPartitionsToTxnRequestTopic': 'add_partitions_to_txn',
+    'AddPartitionsToTxnRequestTransaction': 'add_partitions_to_txn',
+    'AddPartitionsToTxnResponse': 'add_partitions_to_txn',
+    'AddPartitionsToTxnResponsePartitionResult': 'add_partitions_to_txn',
+    'AddPartitionsToTxnResponseResult': 'add_partitions_to_txn',
+    'AddPartitionsToTxnResponseTopicResult': 'add_partitions_to_txn',
+    'AddRaftVoterRequest': 'add_raft_voter',
+    'AddRaftVoterRequestListener': 'add_raft_voter',
+    'AddRaftVoterResponse': 'add_raft_voter',
+    'AllocateProducerIdsRequest': 'allocate_producer_ids',
+    'AllocateProducerIdsResponse': 'allocate_producer_ids',
+    'AlterClientQuotasRequest': 'alter_client_quotas',
+    'AlterClientQuotasRequestEntityData': 'alter_client_quotas',
+    'AlterClientQuotasRequestEntryData': 'alter_client_quotas',
+    'AlterClientQuotasRequestOpData': 'alter_client_quotas',
+    'AlterClientQuotasResponse': 'alter_client_quotas',
+    'AlterClientQuotasResponseEntityData': 'alter_client_quotas',
+    'AlterClientQuotasResponseEntryData': 'alter_client_quotas',
+    'AlterConfigsRequest': 'alter_configs',
+    'AlterConfigsRequestAlterableConfig': 'alter_configs',
+    'AlterConfigsRequestResource': 'alter_configs',
+    'AlterConfigsResponse': 'alter_configs',
+    'AlterConfigsResponseResourceResponse': 'alter_configs',
+    'AlterPartitionReassignmentsRequest': 'alter_partition_reassignments',
+    'AlterPartitionReassignmentsRequestReassignablePartition': 'alter_partition_reassignments',
+    'AlterPartitionReassignmentsRequestReassignableTopic': 'alter_partition_reassignments',
+    'AlterPartitionReassignmentsResponse': 'alter_partition_reassignments',
+    'AlterPartitionReassignmentsResponseReassignablePartitionResponse': 'alter_partition_reassignments',
+    'AlterPartitionReassignmentsResponseReassignableTopicResponse': 'alter_partition_reassignments',
+    'AlterPartitionRequest': 'alter_partition',
+    'AlterPartitionRequestBrokerState': 'alter_partition',
+    'AlterPartitionRequestPartitionData': 'alter_partition',
+    'AlterPartitionRequestTopicData': 'alter_partition',
+    'AlterPartitionResponse': 'alter_partition',
+    'AlterPartitionResponsePartitionData': 'alter_partition',
+    'AlterPartitionResponseTopicData': 'alter_partition',
+    'AlterReplicaLogDirsRequest': 'alter_replica_log_dirs',
+    'AlterReplicaLogDirsRequestAlterReplicaLogDir': 'alter_replica_log_dirs',
+    'AlterReplicaLogDirsRequestAlterReplicaLogDirTopic': 'alter_replica_log_dirs',
+    'AlterReplicaLogDirsResponse': 'alter_replica_log_dirs',
+    'AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult': 'alter_replica_log_dirs',
+    'AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult': 'alter_replica_log_dirs',
+    'AlterShareGroupOffsetsRequest': 'alter_share_group_offsets',
+    'AlterShareGroupOffsetsRequestPartition': 'alter_share_group_offsets',
+    'AlterShareGroupOffsetsRequestTopic': 'alter_share_group_offsets',
+    'AlterShareGroupOffsetsResponse': 'alter_share_group_offsets',
+    'AlterShareGroupOffsetsResponsePartition': 'alter_share_group_offsets',
+    'AlterShareGroupOffsetsResponseTopic': 'alter_share_group_offsets',
+    'AlterUserScramCredentialsRequest': 'alter_user_scram_credentials',
+    'AlterUserScramCredentialsRequestScramCredentialDeletion': 'alter_user_scram_credentials',
+    'AlterUserScramCredentialsRequestScramCredentialUpsertion': 'alter_user_scram_credentials',
+    'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials',
+    'AlterUserScramCredentialsResponseResult': 'alter_user_scram_credentials',
+    'ApiVersionsRequest': 'api_versions',
+    'ApiVersionsResponse': 'api_versions',
+    'ApiVersionsResponseApiVersion': 'api_versions',
+    'ApiVersionsResponseFinalizedFeatureKey': 'api_versions',
+    'ApiVersionsResponseSupportedFeatureKey': 'api_versions',
+    'AssignReplicasToDirsRequest': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsRequestDirectoryData': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsRequestPartitionData': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsRequestTopicData': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsResponse': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsResponseDirectoryData': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsResponsePartitionData': 'assign_replicas_to_dirs',
+    'AssignReplicasToDirsResponseTopicData': 'assign_replicas_to_dirs',
+    'BeginQuorumEpochRequest': 'begin_quorum_epoch',
+    'BeginQuorumEpochRequestLeaderEndpoint': 'begin_quorum_epoch',
+    'BeginQuorumEpochRequestPartitionData': 'begin_quorum_epoch',
+    'BeginQuorumEpochRequestTopicData': 'begin_quorum_epoch',
+    'BeginQuorumEpochResponse': 'begin_quorum_epoch',
+    'BeginQuorumEpochResponseNodeEndpoint': 'begin_quorum_epoch',
+    'BeginQuorumEpochResponsePartitionData': 'begin_quorum_epoch',
+    'BeginQuorumEpochResponseTopicData': 'begin_quorum_epoch',
+    'BrokerHeartbeatRequest': 'broker_heartbeat',
+    'BrokerHeartbeatResponse': 'broker_heartbeat',
+    'BrokerRegistrationRequest': 'broker_registration',
+    'BrokerRegistrationRequestFeature': 'broker_registration',
+    'BrokerRegistrationRequestListener': 'broker_registration',
+    'BrokerRegistrationResponse': 'broker_registration',
+    'ConsumerGroupDescribeRequest': 'consumer_group_describe',
+    'ConsumerGroupDescribeResponse': 'consumer_group_describe',
+    'ConsumerGroupDescribeResponseAssignment': 'consumer_group_describe',
+    'ConsumerGroupDescribeResponseDescribedGroup': 'consumer_group_describe',
+    'ConsumerGroupDescribeResponseMember': 'consumer_group_describe',
+    'ConsumerGroupDescribeResponseTopicPartitions': 'consumer_group_describe',
+    'ConsumerGroupHeartbeatRequest': 'consumer_group_heartbeat',
+    'ConsumerGroupHeartbeatRequestTopicPartitions': 'consumer_group_heartbeat',
+    'ConsumerGroupHeartbeatResponse': 'consumer_group_heartbeat',
+    'ConsumerGroupHeartbeatResponseAssignment': 'consumer_group_heartbeat',
+    'ConsumerGroupHeartbeatResponseTopicPartitions': 'consumer_group_heartbeat',
+    'ConsumerProtocolAssignment': 'consumer_protocol_assignment',
+    'ConsumerProtocolAssignmentTopicPartition': 'consumer_protocol_assignment',
+    'ConsumerProtocolSubscription': 'consumer_protocol_subscription',
+    'ConsumerProtocolSubscriptionTopicPartition': 'consumer_protocol_subscription',
+    'ControlRecordTypeSchema': 'control_record_type_schema',
+    'ControlledShutdownRequest': 'controlled_shutdown',
+    'ControlledShutdownResponse': 'controlled_shutdown',
+    'ControlledShutdownResponseRemainingPartition': 'controlled_shutdown',
+    'ControllerRegistrationRequest': 'controller_registration',
+    'ControllerRegistrationRequestFeature': 'controller_registration',
+    'ControllerRegistrationRequestListener': 'controller_registration',
+    'ControllerRegistrationResponse': 'controller_registration',
+    'CreateAclsRequest': 'create_acls',
+    'CreateAclsRequestAclCreation': 'create_acls',
+    'CreateAclsResponse': 'create_acls',
+    'CreateAclsResponseAclCreationResult': 'create_acls',
+    'CreateDelegationTokenRequest': 'create_delegation_token',
+    'CreateDelegationTokenRequestCreatableRenewers': 'create_delegation_token',
+    'CreateDelegationTokenResponse': 'create_delegation_token',
+    'CreatePartitionsRequest': 'create_partitions',
+    'CreatePartitionsRequestAssignment': 'create_partitions',
+    'CreatePartitionsRequestTopic': 'create_partitions',
+    'CreatePartitionsResponse': 'create_partitions',
+    'CreatePartitionsResponseTopicResult': 'create_partitions',
+    'CreateTopicsRequest': 'create_topics',
+    'CreateTopicsRequestCreatableReplicaAssignment': 'create_topics',
+    'CreateTopicsRequestCreatableTopic': 'create_topics',
+    'CreateTopicsRequestCreatableTopicConfig': 'create_topics',
+    'CreateTopicsResponse': 'create_topics',
+    'CreateTopicsResponseCreatableTopicConfigs': 'create_topics',
+    'CreateTopicsResponseCreatableTopicResult': 'create_topics',
+    'DefaultPrincipalData': 'default_principal_data',
+    'DeleteAclsRequest': 'delete_acls',
+    'DeleteAclsRequestFilter': 'delete_acls',
+    'DeleteAclsResponse': 'delete_acls',
+    'DeleteAclsResponseFilterResult': 'delete_acls',
+    'DeleteAclsResponseMatchingAcl': 'delete_acls',
+    'DeleteGroupsRequest': 'delete_groups',
+    'DeleteGroupsResponse': 'delete_groups',
+    'DeleteGroupsResponseDeletableGroupResult': 'delete_groups',
+    'DeleteRecordsRequest': 'delete_records',
+    'DeleteRecordsRequestPartition': 'delete_records',
+    'DeleteRecordsRequestTopic': 'delete_records',
+    'DeleteRecordsResponse': 'delete_records',
+    'DeleteRecordsResponsePartitionResult': 'delete_records',
+    'DeleteRecordsResponseTopicResult': 'delete_records',
+    'DeleteShareGroupOffsetsRequest': 'delete_share_group_offsets',
+    'DeleteShareGroupOffsetsRequestTopic': 'delete_share_group_offsets',
+    'DeleteShareGroupOffsetsResponse': 'delete_share_group_offsets',
+    'DeleteShareGroupOffsetsResponseTopic': 'delete_share_group_offsets',
+    'DeleteShareGroupStateRequest': 'delete_share_group_state',
+    'DeleteShareGroupStateRequestDeleteStateData': 'delete_share_group_state',
+    'DeleteShareGroupStateRequestPartitionData': 'delete_share_group_state',
+    'DeleteShareGroupStateResponse': 'delete_share_group_state',
+    'DeleteShareGroupStateResponseDeleteStateResult': 'delete_share_group_state',
+    'DeleteShareGroupStateResponsePartitionResult': 'delete_share_group_state',
+    'DeleteTopicsRequest': 'delete_topics',
+    'DeleteTopicsRequestDeleteTopicState': 'delete_topics',
+    'DeleteTopicsResponse': 'delete_topics',
+    'DeleteTopicsResponseDeletableTopicResult': 'delete_topics',
+    'DescribeAclsRequest': 'describe_acls',
+    'DescribeAclsResponse': 'describe_acls',
+    'DescribeAclsResponseAclDescription': 'describe_acls',
+    'DescribeAclsResponseResource': 'describe_acls',
+    'DescribeClientQuotasRequest': 'describe_client_quotas',
+    'DescribeClientQuotasRequestComponentData': 'describe_client_quotas',
+    'DescribeClientQuotasResponse': 'describe_client_quotas',
+    'DescribeClientQuotasResponseEntityData': 'describe_client_quotas',
+    'DescribeClientQuotasResponseEntryData': 'describe_client_quotas',
+    'DescribeClientQuotasResponseValueData': 'describe_client_quotas',
+    'DescribeClusterRequest': 'describe_cluster',
+    'DescribeClusterResponse': 'describe_cluster',
+    'DescribeClusterResponseBroker': 'describe_cluster',
+    'DescribeConfigsRequest': 'describe_configs',
+    'DescribeConfigsRequestResource': 'describe_configs',
+    'DescribeConfigsResponse': 'describe_configs',
+    'DescribeConfigsResponseResourceResult': 'describe_configs',
+    'DescribeConfigsResponseResult': 'describe_configs',
+    'DescribeConfigsResponseSynonym': 'describe_configs',
+    'DescribeDelegationTokenRequest': 'describe_delegation_token',
+    'DescribeDelegationTokenRequestOwner': 'describe_delegation_token',
+    'DescribeDelegationTokenResponse': 'describe_delegation_token',
+    'DescribeDelegationTokenResponseDescribedDelegationToken': 'describe_delegation_token',
+    'DescribeDelegationTokenResponseDescribedDelegationTokenRenewer': 'describe_delegation_token',
+    'DescribeGroupsRequest': 'describe_groups',
+    'DescribeGroupsResponse': 'describe_groups',
+    'DescribeGroupsResponseDescribedGroup': 'describe_groups',
+    'DescribeGroupsResponseDescribedGroupMember': 'describe_groups',
+    'DescribeLogDirsRequest': 'describe_log_dirs',
+    'DescribeLogDirsRequestDescribableLogDirTopic': 'describe_log_dirs',
+    'DescribeLogDirsResponse': 'describe_log_dirs',
+    'DescribeLogDirsResponsePartition': 'describe_log_dirs',
+    'DescribeLogDirsResponseResult': 'describe_log_dirs',
+    'DescribeLogDirsResponseTopic': 'describe_log_dirs',
+    'DescribeProducersRequest': 'describe_producers',
+    'DescribeProducersRequestTopicRequest': 'describe_producers',
+    'DescribeProducersResponse': 'describe_producers',
+    'DescribeProducersResponsePartitionResponse': 'describe_producers',
+    'DescribeProducersResponseProducerState': 'describe_producers',
+    'DescribeProducersResponseTopicResponse': 'describe_producers',
+    'DescribeQuorumRequest': 'describe_quorum',
+    'DescribeQuorumRequestPartitionData': 'describe_quorum',
+    'DescribeQuorumRequestTopicData': 'describe_quorum',
+    'DescribeQuorumResponse': 'describe_quorum',
+    'DescribeQuorumResponseListener': 'describe_quorum',
+    'DescribeQuorumResponseNode': 'describe_quorum',
+    'DescribeQuorumResponsePartitionData': 'describe_quorum',
+    'DescribeQuorumResponseReplicaState': 'describe_quorum',
+    'DescribeQuorumResponseTopicData': 'describe_quorum',
+    'DescribeShareGroupOffsetsRequest': 'describe_share_group_offsets',
+    'DescribeShareGroupOffsetsRequestGroup': 'describe_share_group_offsets',
+    'DescribeShareGroupOffsetsRequestTopic': 'describe_share_group_offsets',
+    'DescribeShareGroupOffsetsResponse': 'describe_share_group_offsets',
+    'DescribeShareGroupOffsetsResponseGroup': 'describe_share_group_offsets',
+    'DescribeShareGroupOffsetsResponsePartition': 'describe_share_group_offsets',
+    'DescribeShareGroupOffsetsResponseTopic': 'describe_share_group_offsets',
+    'DescribeTopicPartitionsRequest': 'describe_topic_partitions',
+    'DescribeTopicPartitionsRequestCursor': 'describe_topic_partitions',
+    'DescribeTopicPartitionsRequestTopicRequest': 'describe_topic_partitions',
+    'DescribeTopicPartitionsResponse': 'describe_topic_partitions',
+    'DescribeTopicPartitionsResponseCursor': 'describe_topic_partitions',
+    'DescribeTopicPartitionsResponsePartition': 'describe_topic_partitions',
+    'DescribeTopicPartitionsResponseTopic': 'describe_topic_partitions',
+    'DescribeTransactionsRequest': 'describe_transactions',
+    'DescribeTransactionsResponse': 'describe_transactions',
+    'DescribeTransactionsResponseTopicData': 'describe_transactions',
+    'DescribeTransactionsResponseTransactionState': 'describe_transactions',
+    'DescribeUserScramCredentialsRequest': 'describe_user_scram_credentials',
+    'DescribeUserScramCredentialsRequestUserName': 'describe_user_scram_credentials',
+    'DescribeUserScramCredentialsResponse': 'describe_user_scram_credentials',
+    'DescribeUserScramCredentialsResponseCredentialInfo': 'describe_user_scram_credentials',
+    'DescribeUserScramCredentialsResponseResult': 'describe_user_scram_credentials',
+    'ElectLeadersRequest': 'elect_leaders',
+    'ElectLeadersRequestTopicPartitions': 'elect_leaders',
+    'ElectLeadersResponse': 'elect_leaders',
+    'ElectLeadersResponsePartitionResult': 'elect_leaders',
+    'ElectLeadersResponseReplicaElectionResult': 'elect_leaders',
+    'EndQuorumEpochRequest': 'end_quorum_epoch',
+    'EndQuorumEpochRequestLeaderEndpoint': 'end_quorum_epoch',
+    'EndQuorumEpochRequestPartitionData': 'end_quorum_epoch',
+    'EndQuorumEpochRequestReplicaInfo': 'end_quorum_epoch',
+    'EndQuorumEpochRequestTopicData': 'end_quorum_epoch',
+    'EndQuorumEpochResponse': 'end_quorum_epoch',
+    'EndQuorumEpochResponseNodeEndpoint': 'end_quorum_epoch',
+    'EndQuorumEpochResponsePartitionData': 'end_quorum_epoch',
+    'EndQuorumEpochResponseTopicData': 'end_quorum_epoch',
+    'EndTxnMarker': 'end_txn_marker',
+    'EndTxnRequest': 'end_txn',
+    'EndTxnResponse': 'end_txn',
+    'EnvelopeRequest': 'envelope',
+    'EnvelopeResponse': 'envelope',
+    'ExpireDelegationTokenRequest': 'expire_delegation_token',
+    'ExpireDelegationTokenResponse': 'expire_delegation_token',
+    'FetchRequest': 'fetch',
+    'FetchRequestForgottenTopic': 'fetch',
+    'FetchRequestPartition': 'fetch',
+    'FetchRequestReplicaState': 'fetch',
+    'FetchRequestTopic': 'fetch',
+    'FetchResponse': 'fetch',
+    'FetchResponseAbortedTransaction': 'fetch',
+    'FetchResponseEpochEndOffset': 'fetch',
+    'FetchResponseFetchableTopicResponse': 'fetch',
+    'FetchResponseLeaderIdAndEpoch': 'fetch',
+    'FetchResponseNodeEndpoint': 'fetch',
+    'FetchResponsePartitionData': 'fetch',
+    'FetchResponseSnapshotId': 'fetch',
+    'FetchSnapshotRequest': 'fetch_snapshot',
+    'FetchSnapshotRequestPartitionSnapshot': 'fetch_snapshot',
+    'FetchSnapshotRequestSnapshotId': 'fetch_snapshot',
+    'FetchSnapshotRequestTopicSnapshot': 'fetch_snapshot',
+    'FetchSnapshotResponse': 'fetch_snapshot',
+    'FetchSnapshotResponseLeaderIdAndEpoch': 'fetch_snapshot',
+    'FetchSnapshotResponseNodeEndpoint': 'fetch_snapshot',
+    'FetchSnapshotResponsePartitionSnapshot': 'fetch_snapshot',
+    'FetchSnapshotResponseSnapshotId': 'fetch_snapshot',
+    'FetchSnapshotResponseTopicSnapshot': 'fetch_snapshot',
+    'FindCoordinatorRequest': 'find_coordinator',
+    'FindCoordinatorResponse': 'find_coordinator',
+    'FindCoordinatorResponseCoordinator': 'find_coordinator',
+    'GetTelemetrySubscriptionsRequest': 'get_telemetry_subscriptions',
+    'GetTelemetrySubscriptionsResponse': 'get_telemetry_subscriptions',
+    'HeartbeatRequest': 'heartbeat',
+    'HeartbeatResponse': 'heartbeat',
+    'IncrementalAlterConfigsRequest': 'incremental_alter_configs',
+    'IncrementalAlterConfigsRequestAlterConfigsResource': 'incremental_alter_configs',
+    'IncrementalAlterConfigsRequestAlterableConfig': 'incremental_alter_configs',
+    'IncrementalAlterConfigsResponse': 'incremental_alter_configs',
+    'IncrementalAlterConfigsResponseAlterConfigsResourceResponse': 'incremental_alter_configs',
+    'InitProducerIdRequest': 'init_producer_id',
+    'InitProducerIdResponse': 'init_producer_id',
+    'InitializeShareGroupStateRequest': 'initialize_share_group_state',
+    'InitializeShareGroupStateRequestInitializeStateData': 'initialize_share_group_state',
+    'InitializeShareGroupStateRequestPartitionData': 'initialize_share_group_state',
+    'InitializeShareGroupStateResponse': 'initialize_share_group_state',
+    'InitializeShareGroupStateResponseInitializeStateResult': 'initialize_share_group_state',
+    'InitializeShareGroupStateResponsePartitionResult': 'initialize_share_group_state',
+    'JoinGroupRequest': 'join_group',
+    'JoinGroupRequestProtocol': 'join_group',
+    'JoinGroupResponse': 'join_group',
+    'JoinGroupResponseMember': 'join_group',
+    'KRaftVersionRecord': 'k_raft_version_record',
+    'LeaderAndIsrRequest': 'leader_and_isr',
+    'LeaderAndIsrRequestLiveLeader': 'leader_and_isr',
+    'LeaderAndIsrRequestPartitionState': 'leader_and_isr',
+    'LeaderAndIsrRequestTopicState': 'leader_and_isr',
+    'LeaderAndIsrResponse': 'leader_and_isr',
+    'LeaderAndIsrResponsePartitionError': 'leader_and_isr',
+    'LeaderAndIsrResponseTopicError': 'leader_and_isr',
+    'LeaderChangeMessage': 'leader_change_message',
+    'LeaderChangeMessageVoter': 'leader_change_message',
+    'LeaveGroupRequest': 'leave_group',
+    'LeaveGroupRequestMemberIdentity': 'leave_group',
+    'LeaveGroupResponse': 'leave_group',
+    'LeaveGroupResponseMemberResponse': 'leave_group',
+    'ListConfigResourcesRequest': 'list_config_resources',
+    'ListConfigResourcesResponse': 'list_config_resources',
+    'ListConfigResourcesResponseConfigResource': 'list_config_resources',
+    'ListGroupsRequest': 'list_groups',
+    'ListGroupsResponse': 'list_groups',
+    'ListGroupsResponseListedGroup': 'list_groups',
+    'ListOffsetsRequest': 'list_offsets',
+    'ListOffsetsRequestPartition': 'list_offsets',
+    'ListOffsetsRequestTopic': 'list_offsets',
+    'ListOffsetsResponse': 'list_offsets',
+    'ListOffsetsResponsePartitionResponse': 'list_offsets',
+    'ListOffsetsResponseTopicResponse': 'list_offsets',
+    'ListPartitionReassignmentsRequest': 'list_partition_reassignments',
+    'ListPartitionReassignmentsRequestTopics': 'list_partition_reassignments',
+    'ListPartitionReassignmentsResponse': 'list_partition_reassignments',
+    'ListPartitionReassignmentsResponseOngoingPartitionReassignment': 'list_partition_reassignments',
+    'ListPartitionReassignmentsResponseOngoingTopicReassignment': 'list_partition_reassignments',
+    'ListTransactionsRequest': 'list_transactions',
+    'ListTransactionsResponse': 'list_transactions',
+    'ListTransactionsResponseTransactionState': 'list_transactions',
+    'MetadataRequest': 'metadata',
+    'MetadataRequestTopic': 'metadata',
+    'MetadataResponse': 'metadata',
+    'MetadataResponseBroker': 'metadata',
+    'MetadataResponsePartition': 'metadata',
+    'MetadataResponseTopic': 'metadata',
+    'OffsetCommitRequest': 'offset_commit',
+    'OffsetCommitRequestPartition': 'offset_commit',
+    'OffsetCommitRequestTopic': 'offset_commit',
+    'OffsetCommitResponse': 'offset_commit',
+    'OffsetCommitResponsePartition': 'offset_commit',
+    'OffsetCommitResponseTopic': 'offset_commit',
+    'OffsetDeleteRequest': 'offset_delete',
+    'OffsetDeleteRequestPartition': 'offset_delete',
+    'OffsetDeleteRequestTopic': 'offset_delete',
+    'OffsetDeleteResponse': 'offset_delete',
+    'OffsetDeleteResponsePartition': 'offset_delete',
+    'OffsetDeleteResponseTopic': 'offset_delete',
+    'OffsetFetchRequest': 'offset_fetch',
+    'OffsetFetchRequestGroup': 'offset_fetch',
+    'OffsetFetchRequestTopic': 'offset_fetch',
+    'OffsetFetchRequestTopics': 'offset_fetch',
+    'OffsetFetchResponse': 'offset_fetch',
+    'OffsetFetchResponseGroup': 'offset_fetch',
+    'OffsetFetchResponsePartition': 'offset_fetch',
+    'OffsetFetchResponsePartitions': 'offset_fetch',
+    'OffsetFetchResponseTopic': 'offset_fetch',
+    'OffsetFetchResponseTopics': 'offset_fetch',
+    'OffsetForLeaderEpochRequest': 'offset_for_leader_epoch',
+    'OffsetForLeaderEpochRequestOffsetForLeaderPartition': 'offset_for_leader_epoch',
+    'OffsetForLeaderEpochRequestOffsetForLeaderTopic': 'offset_for_leader_epoch',
+    'OffsetForLeaderEpochResponse': 'offset_for_leader_epoch',
+    'OffsetForLeaderEpochResponseEpochEndOffset': 'offset_for_leader_epoch',
+    'OffsetForLeaderEpochResponseOffsetForLeaderTopicResult': 'offset_for_leader_epoch',
+    'ProduceRequest': 'produce',
+    'ProduceRequestPartitionProduceData': 'produce',
+    'ProduceRequestTopicProduceData': 'produce',
+    'ProduceResponse': 'produce',
+    'ProduceResponseBatchIndexAndErrorMessage': 'produce',
+    'ProduceResponseLeaderIdAndEpoch': 'produce',
+    'ProduceResponseNodeEndpoint': 'produce',
+    'ProduceResponsePartitionProduceResponse': 'produce',
+    'ProduceResponseTopicProduceResponse': 'produce',
+    'PushTelemetryRequest': 'push_telemetry',
+    'PushTelemetryResponse': 'push_telemetry',
+    'ReadShareGroupStateRequest': 'read_share_group_state',
+    'ReadShareGroupStateRequestPartitionData': 'read_share_group_state',
+    'ReadShareGroupStateRequestReadStateData': 'read_share_group_state',
+    'ReadShareGroupStateResponse': 'read_share_group_state',
+    'ReadShareGroupStateResponsePartitionResult': 'read_share_group_state',
+    'ReadShareGroupStateResponseReadStateResult': 'read_share_group_state',
+    'ReadShareGroupStateResponseStateBatch': 'read_share_group_state',
+    'ReadShareGroupStateSummaryRequest': 'read_share_group_state_summary',
+    'ReadShareGroupStateSummaryRequestPartitionData': 'read_share_group_state_summary',
+    'ReadShareGroupStateSummaryRequestReadStateSummaryData': 'read_share_group_state_summary',
+    'ReadShareGroupStateSummaryResponse': 'read_share_group_state_summary',
+    'ReadShareGroupStateSummaryResponsePartitionResult': 'read_share_group_state_summary',
+    'ReadShareGroupStateSummaryResponseReadStateSummaryResult': 'read_share_group_state_summary',
+    'RemoveRaftVoterRequest': 'remove_raft_voter',
+    'RemoveRaftVoterResponse': 'remove_raft_voter',
+    'RenewDelegationTokenRequest': 'renew_delegation_token',
+    'RenewDelegationTokenResponse': 'renew_delegation_token',
+    'RequestHeader': 'request_header',
+    'ResponseHeader': 'response_header',
+    'SaslAuthenticateRequest': 'sasl_authenticate',
+    'SaslAuthenticateResponse': 'sasl_authenticate',
+    'SaslHandshakeRequest': 'sasl_handshake',
+    'SaslHandshakeResponse': 'sasl_handshake',
+    'ShareAcknowledgeRequest': 'share_acknowledge',
+    'ShareAcknowledgeRequestAcknowledgePartition': 'share_acknowledge',
+    'ShareAcknowledgeRequestAcknowledgeTopic': 'share_acknowledge',
+    'ShareAcknowledgeRequestAcknowledgementBatch': 'share_acknowledge',
+    'ShareAcknowledgeResponse': 'share_acknowledge',
+    'ShareAcknowledgeResponseLeaderIdAndEpoch': 'share_acknowledge',
+    'ShareAcknowledgeResponseNodeEndpoint': 'share_acknowledge',
+    'ShareAcknowledgeResponsePartitionData': 'share_acknowledge',
+    'ShareAcknowledgeResponseTopicResponse': 'share_acknowledge',
+    'ShareFetchRequest': 'share_fetch',
+    'ShareFetchRequestAcknowledgementBatch': 'share_fetch',
+    'ShareFetchRequestFetchPartition': 'share_fetch',
+    'ShareFetchRequestFetchTopic': 'share_fetch',
+    'ShareFetchRequestForgottenTopic': 'share_fetch',
+    'ShareFetchResponse': 'share_fetch',
+    'ShareFetchResponseAcquiredRecords': 'share_fetch',
+    'ShareFetchResponseLeaderIdAndEpoch': 'share_fetch',
+    'ShareFetchResponseNodeEndpoint': 'share_fetch',
+    'ShareFetchResponsePartitionData': 'share_fetch',
+    'ShareFetchResponseShareFetchableTopicResponse': 'share_fetch',
+    'ShareGroupDescribeRequest': 'share_group_describe',
+    'ShareGroupDescribeResponse': 'share_group_describe',
+    'ShareGroupDescribeResponseAssignment': 'share_group_describe',
+    'ShareGroupDescribeResponseDescribedGroup': 'share_group_describe',
+    'ShareGroupDescribeResponseMember': 'share_group_describe',
+    'ShareGroupDescribeResponseTopicPartitions': 'share_group_describe',
+    'ShareGroupHeartbeatRequest': 'share_group_heartbeat',
+    'ShareGroupHeartbeatResponse': 'share_group_heartbeat',
+    'ShareGroupHeartbeatResponseAssignment': 'share_group_heartbeat',
+    'ShareGroupHeartbeatResponseTopicPartitions': 'share_group_heartbeat',
+    'SnapshotFooterRecord': 'snapshot_footer_record',
+    'SnapshotHeaderRecord': 'snapshot_header_record',
+    'StopReplicaRequest': 'stop_replica',
+    'StopReplicaRequestPartitionState': 'stop_replica',
+    'StopReplicaRequestPartitionV0': 'stop_replica',
+    'StopReplicaRequestTopicState': 'stop_replica',
+    'StopReplicaRequestTopicV1': 'stop_replica',
+    'StopReplicaResponse': 'stop_replica',
+    'StopReplicaResponsePartitionError': 'stop_replica',
+    'StreamsGroupDescribeRequest': 'streams_group_describe',
+    'StreamsGroupDescribeResponse': 'streams_group_describe',
+    'StreamsGroupDescribeResponseAssignment': 'streams_group_describe',
+    'StreamsGroupDescribeResponseDescribedGroup': 'streams_group_describe',
+    'StreamsGroupDescribeResponseEndpoint': 'streams_group_describe',
+    'StreamsGroupDescribeResponseKeyValue': 'streams_group_describe',
+    'StreamsGroupDescribeResponseMember': 'streams_group_describe',
+    'StreamsGroupDescribeResponseSubtopology': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTaskIds': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTaskOffset': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTopicInfo': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTopology': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTopologyDescription': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTopologyDescriptionGlobalStore': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTopologyDescriptionNode': 'streams_group_describe',
+    'StreamsGroupDescribeResponseTopologyDescriptionSubtopology': 'streams_group_describe',
+    'StreamsGroupHeartbeatRequest': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestCopartitionGroup': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestEndpoint': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestKeyValue': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestSubtopology': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestTaskIds': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestTaskOffset': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestTopicInfo': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatRequestTopology': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatResponse': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatResponseEndpoint': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatResponseEndpointToPartitions': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatResponseStatus': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatResponseTaskIds': 'streams_group_heartbeat',
+    'StreamsGroupHeartbeatResponseTopicPartition': 'streams_group_heartbeat',
+    'StreamsGroupTopologyDescriptionUpdateRequest': 'streams_group_topology_description_update',
+    'StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription': 'streams_group_topology_description_update',
+    'StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore': 'streams_group_topology_description_update',
+    'StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode': 'streams_group_topology_description_update',
+    'StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology': 'streams_group_topology_description_update',
+    'StreamsGroupTopologyDescriptionUpdateResponse': 'streams_group_topology_description_update',
+    'SyncGroupRequest': 'sync_group',
+    'SyncGroupRequestAssignment': 'sync_group',
+    'SyncGroupResponse': 'sync_group',
+    'TxnOffsetCommitRequest': 'txn_offset_commit',
+    'TxnOffsetCommitRequestPartition': 'txn_offset_commit',
+    'TxnOffsetCommitRequestTopic': 'txn_offset_commit',
+    'TxnOffsetCommitResponse': 'txn_offset_commit',
+    'TxnOffsetCommitResponsePartition': 'txn_offset_commit',
+    'TxnOffsetCommitResponseTopic': 'txn_offset_commit',
+    'UnregisterBrokerRequest': 'unregister_broker',
+    'UnregisterBrokerResponse': 'unregister_broker',
+    'UnregisterControllerRequest': 'unregister_controller',
+    'UnregisterControllerResponse': 'unregister_controller',
+    'UpdateFeaturesRequest': 'update_features',
+    'UpdateFeaturesRequestFeatureUpdateKey': 'update_features',
+    'UpdateFeaturesResponse': 'update_features',
+    'UpdateFeaturesResponseUpdatableFeatureResult': 'update_features',
+    'UpdateMetadataRequest': 'update_metadata',
+    'UpdateMetadataRequestBroker': 'update_metadata',
+    'UpdateMetadataRequestEndpoint': 'update_metadata',
+    'UpdateMetadataRequestPartitionState': 'update_metadata',
+    'UpdateMetadataRequestTopicState': 'update_metadata',
+    'UpdateMetadataResponse': 'update_metadata',
+    'UpdateRaftVoterRequest': 'update_raft_voter',
+    'UpdateRaftVoterRequestKRaftVersionFeature': 'update_raft_voter',
+    'UpdateRaftVoterRequestListener': 'update_raft_voter',
+    'UpdateRaftVoterResponse': 'update_raft_voter',
+    'UpdateRaftVoterResponseCurrentLeader': 'update_raft_voter',
+    'VoteRequest': 'vote',
+    'VoteRequestPartitionData': 'vote',
+    'VoteRequestTopicData': 'vote',
+    'VoteResponse': 'vote',
+    'VoteResponseNodeEndpoint': 'vote',
+    'VoteResponsePartitionData': 'vote',
+    'VoteResponseTopicData': 'vote',
+    'VotersRecord': 'voters_record',
+    'VotersRecordEndpoint': 'voters_record',
+    'VotersRecordKRaftVersionFeature': 'voters_record',
+    'VotersRecordVoter': 'voters_record',
+    'WriteShareGroupStateRequest': 'write_share_group_state',
+    'WriteShareGroupStateRequestPartitionData': 'write_share_group_state',
+    'WriteShareGroupStateRequestStateBatch': 'write_share_group_state',
+    'WriteShareGroupStateRequestWriteStateData': 'write_share_group_state',
+    'WriteShareGroupStateResponse': 'write_share_group_state',
+    'WriteShareGroupStateResponsePartitionResult': 'write_share_group_state',
+    'WriteShareGroupStateResponseWriteStateResult': 'write_share_group_state',
+    'WriteTxnMarkersRequest': 'write_txn_markers',
+    'WriteTxnMarkersRequestWritableTxnMarker': 'write_txn_markers',
+    'WriteTxnMarkersRequestWritableTxnMarkerTopic': 'write_txn_markers',
+    'WriteTxnMarkersResponse': 'write_txn_markers',
+    'WriteTxnMarkersResponseWritableTxnMarkerPartitionResult': 'write_txn_markers',
+    'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
+    'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
+}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord',)}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TUPLES:
+        value: Any = tuple(_load(n) for n in _TUPLES[name])
+    else:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module 'kafka_wire.messages' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f'kafka_wire.messages.{module}'), name)
+    globals()[name] = value
+    return value
+
+
+def _load(name: str) -> type[Message]:
+    cls: type[Message] = __getattr__(name)
+    return cls
 
 
 @dataclass(frozen=True, slots=True)
@@ -765,112 +1321,139 @@ class ApiInfo:
 
     api_key: ApiKey
     name: str
-    request: type[Message]
-    response: type[Message]
+    request_name: str
+    response_name: str
     versions: tuple[int, ...]
+
+    @property
+    def request(self) -> type[Message]:
+        return _load(self.request_name)
+
+    @property
+    def response(self) -> type[Message]:
+        return _load(self.response_name)
+
+
+class _Classes(Mapping[int, type[Message]]):
+    """Api key to message class, loading each class's module when it is first looked up."""
+
+    __slots__ = ("_names",)
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self._names = names
+
+    def __getitem__(self, key: int) -> type[Message]:
+        return _load(self._names[key])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
 
 
 _CATALOG: tuple[ApiInfo, ...] = (
-    ApiInfo(ApiKey.PRODUCE, 'Produce', ProduceRequest, ProduceResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)),
-    ApiInfo(ApiKey.FETCH, 'Fetch', FetchRequest, FetchResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)),
-    ApiInfo(ApiKey.LIST_OFFSETS, 'ListOffsets', ListOffsetsRequest, ListOffsetsResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
-    ApiInfo(ApiKey.METADATA, 'Metadata', MetadataRequest, MetadataResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)),
-    ApiInfo(ApiKey.LEADER_AND_ISR, 'LeaderAndIsr', LeaderAndIsrRequest, LeaderAndIsrResponse, (0, 1, 2, 3, 4, 5, 6, 7)),
-    ApiInfo(ApiKey.STOP_REPLICA, 'StopReplica', StopReplicaRequest, StopReplicaResponse, (0, 1, 2, 3, 4)),
-    ApiInfo(ApiKey.UPDATE_METADATA, 'UpdateMetadata', UpdateMetadataRequest, UpdateMetadataResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
-    ApiInfo(ApiKey.CONTROLLED_SHUTDOWN, 'ControlledShutdown', ControlledShutdownRequest, ControlledShutdownResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.OFFSET_COMMIT, 'OffsetCommit', OffsetCommitRequest, OffsetCommitResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
-    ApiInfo(ApiKey.OFFSET_FETCH, 'OffsetFetch', OffsetFetchRequest, OffsetFetchResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
-    ApiInfo(ApiKey.FIND_COORDINATOR, 'FindCoordinator', FindCoordinatorRequest, FindCoordinatorResponse, (0, 1, 2, 3, 4, 5, 6)),
-    ApiInfo(ApiKey.JOIN_GROUP, 'JoinGroup', JoinGroupRequest, JoinGroupResponse, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
-    ApiInfo(ApiKey.HEARTBEAT, 'Heartbeat', HeartbeatRequest, HeartbeatResponse, (0, 1, 2, 3, 4)),
-    ApiInfo(ApiKey.LEAVE_GROUP, 'LeaveGroup', LeaveGroupRequest, LeaveGroupResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.SYNC_GROUP, 'SyncGroup', SyncGroupRequest, SyncGroupResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.DESCRIBE_GROUPS, 'DescribeGroups', DescribeGroupsRequest, DescribeGroupsResponse, (0, 1, 2, 3, 4, 5, 6)),
-    ApiInfo(ApiKey.LIST_GROUPS, 'ListGroups', ListGroupsRequest, ListGroupsResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.SASL_HANDSHAKE, 'SaslHandshake', SaslHandshakeRequest, SaslHandshakeResponse, (0, 1)),
-    ApiInfo(ApiKey.API_VERSIONS, 'ApiVersions', ApiVersionsRequest, ApiVersionsResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.CREATE_TOPICS, 'CreateTopics', CreateTopicsRequest, CreateTopicsResponse, (0, 1, 2, 3, 4, 5, 6, 7)),
-    ApiInfo(ApiKey.DELETE_TOPICS, 'DeleteTopics', DeleteTopicsRequest, DeleteTopicsResponse, (0, 1, 2, 3, 4, 5, 6)),
-    ApiInfo(ApiKey.DELETE_RECORDS, 'DeleteRecords', DeleteRecordsRequest, DeleteRecordsResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.INIT_PRODUCER_ID, 'InitProducerId', InitProducerIdRequest, InitProducerIdResponse, (0, 1, 2, 3, 4, 5, 6)),
-    ApiInfo(ApiKey.OFFSET_FOR_LEADER_EPOCH, 'OffsetForLeaderEpoch', OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, (0, 1, 2, 3, 4)),
-    ApiInfo(ApiKey.ADD_PARTITIONS_TO_TXN, 'AddPartitionsToTxn', AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.ADD_OFFSETS_TO_TXN, 'AddOffsetsToTxn', AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, (0, 1, 2, 3, 4)),
-    ApiInfo(ApiKey.END_TXN, 'EndTxn', EndTxnRequest, EndTxnResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.WRITE_TXN_MARKERS, 'WriteTxnMarkers', WriteTxnMarkersRequest, WriteTxnMarkersResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.TXN_OFFSET_COMMIT, 'TxnOffsetCommit', TxnOffsetCommitRequest, TxnOffsetCommitResponse, (0, 1, 2, 3, 4, 5, 6)),
-    ApiInfo(ApiKey.DESCRIBE_ACLS, 'DescribeAcls', DescribeAclsRequest, DescribeAclsResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.CREATE_ACLS, 'CreateAcls', CreateAclsRequest, CreateAclsResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.DELETE_ACLS, 'DeleteAcls', DeleteAclsRequest, DeleteAclsResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.DESCRIBE_CONFIGS, 'DescribeConfigs', DescribeConfigsRequest, DescribeConfigsResponse, (0, 1, 2, 3, 4)),
-    ApiInfo(ApiKey.ALTER_CONFIGS, 'AlterConfigs', AlterConfigsRequest, AlterConfigsResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.ALTER_REPLICA_LOG_DIRS, 'AlterReplicaLogDirs', AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.DESCRIBE_LOG_DIRS, 'DescribeLogDirs', DescribeLogDirsRequest, DescribeLogDirsResponse, (0, 1, 2, 3, 4, 5)),
-    ApiInfo(ApiKey.SASL_AUTHENTICATE, 'SaslAuthenticate', SaslAuthenticateRequest, SaslAuthenticateResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.CREATE_PARTITIONS, 'CreatePartitions', CreatePartitionsRequest, CreatePartitionsResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.CREATE_DELEGATION_TOKEN, 'CreateDelegationToken', CreateDelegationTokenRequest, CreateDelegationTokenResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.RENEW_DELEGATION_TOKEN, 'RenewDelegationToken', RenewDelegationTokenRequest, RenewDelegationTokenResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.EXPIRE_DELEGATION_TOKEN, 'ExpireDelegationToken', ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.DESCRIBE_DELEGATION_TOKEN, 'DescribeDelegationToken', DescribeDelegationTokenRequest, DescribeDelegationTokenResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.DELETE_GROUPS, 'DeleteGroups', DeleteGroupsRequest, DeleteGroupsResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.ELECT_LEADERS, 'ElectLeaders', ElectLeadersRequest, ElectLeadersResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.INCREMENTAL_ALTER_CONFIGS, 'IncrementalAlterConfigs', IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, (0, 1)),
-    ApiInfo(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 'AlterPartitionReassignments', AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, (0, 1)),
-    ApiInfo(ApiKey.LIST_PARTITION_REASSIGNMENTS, 'ListPartitionReassignments', ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, (0,)),
-    ApiInfo(ApiKey.OFFSET_DELETE, 'OffsetDelete', OffsetDeleteRequest, OffsetDeleteResponse, (0,)),
-    ApiInfo(ApiKey.DESCRIBE_CLIENT_QUOTAS, 'DescribeClientQuotas', DescribeClientQuotasRequest, DescribeClientQuotasResponse, (0, 1)),
-    ApiInfo(ApiKey.ALTER_CLIENT_QUOTAS, 'AlterClientQuotas', AlterClientQuotasRequest, AlterClientQuotasResponse, (0, 1)),
-    ApiInfo(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 'DescribeUserScramCredentials', DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, (0,)),
-    ApiInfo(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 'AlterUserScramCredentials', AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, (0,)),
-    ApiInfo(ApiKey.VOTE, 'Vote', VoteRequest, VoteResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.BEGIN_QUORUM_EPOCH, 'BeginQuorumEpoch', BeginQuorumEpochRequest, BeginQuorumEpochResponse, (0, 1)),
-    ApiInfo(ApiKey.END_QUORUM_EPOCH, 'EndQuorumEpoch', EndQuorumEpochRequest, EndQuorumEpochResponse, (0, 1)),
-    ApiInfo(ApiKey.DESCRIBE_QUORUM, 'DescribeQuorum', DescribeQuorumRequest, DescribeQuorumResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.ALTER_PARTITION, 'AlterPartition', AlterPartitionRequest, AlterPartitionResponse, (0, 1, 2, 3)),
-    ApiInfo(ApiKey.UPDATE_FEATURES, 'UpdateFeatures', UpdateFeaturesRequest, UpdateFeaturesResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.ENVELOPE, 'Envelope', EnvelopeRequest, EnvelopeResponse, (0,)),
-    ApiInfo(ApiKey.FETCH_SNAPSHOT, 'FetchSnapshot', FetchSnapshotRequest, FetchSnapshotResponse, (0, 1)),
-    ApiInfo(ApiKey.DESCRIBE_CLUSTER, 'DescribeCluster', DescribeClusterRequest, DescribeClusterResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.DESCRIBE_PRODUCERS, 'DescribeProducers', DescribeProducersRequest, DescribeProducersResponse, (0,)),
-    ApiInfo(ApiKey.BROKER_REGISTRATION, 'BrokerRegistration', BrokerRegistrationRequest, BrokerRegistrationResponse, (0, 1, 2, 3, 4)),
-    ApiInfo(ApiKey.BROKER_HEARTBEAT, 'BrokerHeartbeat', BrokerHeartbeatRequest, BrokerHeartbeatResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.UNREGISTER_BROKER, 'UnregisterBroker', UnregisterBrokerRequest, UnregisterBrokerResponse, (0,)),
-    ApiInfo(ApiKey.DESCRIBE_TRANSACTIONS, 'DescribeTransactions', DescribeTransactionsRequest, DescribeTransactionsResponse, (0,)),
-    ApiInfo(ApiKey.LIST_TRANSACTIONS, 'ListTransactions', ListTransactionsRequest, ListTransactionsResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.ALLOCATE_PRODUCER_IDS, 'AllocateProducerIds', AllocateProducerIdsRequest, AllocateProducerIdsResponse, (0,)),
-    ApiInfo(ApiKey.CONSUMER_GROUP_HEARTBEAT, 'ConsumerGroupHeartbeat', ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, (0, 1)),
-    ApiInfo(ApiKey.CONSUMER_GROUP_DESCRIBE, 'ConsumerGroupDescribe', ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, (0, 1)),
-    ApiInfo(ApiKey.CONTROLLER_REGISTRATION, 'ControllerRegistration', ControllerRegistrationRequest, ControllerRegistrationResponse, (0,)),
-    ApiInfo(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 'GetTelemetrySubscriptions', GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, (0,)),
-    ApiInfo(ApiKey.PUSH_TELEMETRY, 'PushTelemetry', PushTelemetryRequest, PushTelemetryResponse, (0,)),
-    ApiInfo(ApiKey.ASSIGN_REPLICAS_TO_DIRS, 'AssignReplicasToDirs', AssignReplicasToDirsRequest, AssignReplicasToDirsResponse, (0,)),
-    ApiInfo(ApiKey.LIST_CONFIG_RESOURCES, 'ListConfigResources', ListConfigResourcesRequest, ListConfigResourcesResponse, (0, 1)),
-    ApiInfo(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 'DescribeTopicPartitions', DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, (0,)),
-    ApiInfo(ApiKey.SHARE_GROUP_HEARTBEAT, 'ShareGroupHeartbeat', ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, (0, 1)),
-    ApiInfo(ApiKey.SHARE_GROUP_DESCRIBE, 'ShareGroupDescribe', ShareGroupDescribeRequest, ShareGroupDescribeResponse, (0, 1)),
-    ApiInfo(ApiKey.SHARE_FETCH, 'ShareFetch', ShareFetchRequest, ShareFetchResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.SHARE_ACKNOWLEDGE, 'ShareAcknowledge', ShareAcknowledgeRequest, ShareAcknowledgeResponse, (0, 1, 2)),
-    ApiInfo(ApiKey.ADD_RAFT_VOTER, 'AddRaftVoter', AddRaftVoterRequest, AddRaftVoterResponse, (0, 1)),
-    ApiInfo(ApiKey.REMOVE_RAFT_VOTER, 'RemoveRaftVoter', RemoveRaftVoterRequest, RemoveRaftVoterResponse, (0,)),
-    ApiInfo(ApiKey.UPDATE_RAFT_VOTER, 'UpdateRaftVoter', UpdateRaftVoterRequest, UpdateRaftVoterResponse, (0,)),
-    ApiInfo(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 'InitializeShareGroupState', InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, (0,)),
-    ApiInfo(ApiKey.READ_SHARE_GROUP_STATE, 'ReadShareGroupState', ReadShareGroupStateRequest, ReadShareGroupStateResponse, (0,)),
-    ApiInfo(ApiKey.WRITE_SHARE_GROUP_STATE, 'WriteShareGroupState', WriteShareGroupStateRequest, WriteShareGroupStateResponse, (0, 1)),
-    ApiInfo(ApiKey.DELETE_SHARE_GROUP_STATE, 'DeleteShareGroupState', DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, (0,)),
-    ApiInfo(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 'ReadShareGroupStateSummary', ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, (0, 1)),
-    ApiInfo(ApiKey.STREAMS_GROUP_HEARTBEAT, 'StreamsGroupHeartbeat', StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, (0, 1)),
-    ApiInfo(ApiKey.STREAMS_GROUP_DESCRIBE, 'StreamsGroupDescribe', StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, (0, 1)),
-    ApiInfo(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 'DescribeShareGroupOffsets', DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, (0, 1)),
-    ApiInfo(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 'AlterShareGroupOffsets', AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, (0,)),
-    ApiInfo(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 'DeleteShareGroupOffsets', DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, (0,)),
-    ApiInfo(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 'StreamsGroupTopologyDescriptionUpdate', StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse, (0,)),
-    ApiInfo(ApiKey.UNREGISTER_CONTROLLER, 'UnregisterController', UnregisterControllerRequest, UnregisterControllerResponse, (0,)),
+    ApiInfo(ApiKey.PRODUCE, 'Produce', 'ProduceRequest', 'ProduceResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)),
+    ApiInfo(ApiKey.FETCH, 'Fetch', 'FetchRequest', 'FetchResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)),
+    ApiInfo(ApiKey.LIST_OFFSETS, 'ListOffsets', 'ListOffsetsRequest', 'ListOffsetsResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
+    ApiInfo(ApiKey.METADATA, 'Metadata', 'MetadataRequest', 'MetadataResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)),
+    ApiInfo(ApiKey.LEADER_AND_ISR, 'LeaderAndIsr', 'LeaderAndIsrRequest', 'LeaderAndIsrResponse', (0, 1, 2, 3, 4, 5, 6, 7)),
+    ApiInfo(ApiKey.STOP_REPLICA, 'StopReplica', 'StopReplicaRequest', 'StopReplicaResponse', (0, 1, 2, 3, 4)),
+    ApiInfo(ApiKey.UPDATE_METADATA, 'UpdateMetadata', 'UpdateMetadataRequest', 'UpdateMetadataResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8)),
+    ApiInfo(ApiKey.CONTROLLED_SHUTDOWN, 'ControlledShutdown', 'ControlledShutdownRequest', 'ControlledShutdownResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.OFFSET_COMMIT, 'OffsetCommit', 'OffsetCommitRequest', 'OffsetCommitResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+    ApiInfo(ApiKey.OFFSET_FETCH, 'OffsetFetch', 'OffsetFetchRequest', 'OffsetFetchResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+    ApiInfo(ApiKey.FIND_COORDINATOR, 'FindCoordinator', 'FindCoordinatorRequest', 'FindCoordinatorResponse', (0, 1, 2, 3, 4, 5, 6)),
+    ApiInfo(ApiKey.JOIN_GROUP, 'JoinGroup', 'JoinGroupRequest', 'JoinGroupResponse', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
+    ApiInfo(ApiKey.HEARTBEAT, 'Heartbeat', 'HeartbeatRequest', 'HeartbeatResponse', (0, 1, 2, 3, 4)),
+    ApiInfo(ApiKey.LEAVE_GROUP, 'LeaveGroup', 'LeaveGroupRequest', 'LeaveGroupResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.SYNC_GROUP, 'SyncGroup', 'SyncGroupRequest', 'SyncGroupResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.DESCRIBE_GROUPS, 'DescribeGroups', 'DescribeGroupsRequest', 'DescribeGroupsResponse', (0, 1, 2, 3, 4, 5, 6)),
+    ApiInfo(ApiKey.LIST_GROUPS, 'ListGroups', 'ListGroupsRequest', 'ListGroupsResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.SASL_HANDSHAKE, 'SaslHandshake', 'SaslHandshakeRequest', 'SaslHandshakeResponse', (0, 1)),
+    ApiInfo(ApiKey.API_VERSIONS, 'ApiVersions', 'ApiVersionsRequest', 'ApiVersionsResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.CREATE_TOPICS, 'CreateTopics', 'CreateTopicsRequest', 'CreateTopicsResponse', (0, 1, 2, 3, 4, 5, 6, 7)),
+    ApiInfo(ApiKey.DELETE_TOPICS, 'DeleteTopics', 'DeleteTopicsRequest', 'DeleteTopicsResponse', (0, 1, 2, 3, 4, 5, 6)),
+    ApiInfo(ApiKey.DELETE_RECORDS, 'DeleteRecords', 'DeleteRecordsRequest', 'DeleteRecordsResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.INIT_PRODUCER_ID, 'InitProducerId', 'InitProducerIdRequest', 'InitProducerIdResponse', (0, 1, 2, 3, 4, 5, 6)),
+    ApiInfo(ApiKey.OFFSET_FOR_LEADER_EPOCH, 'OffsetForLeaderEpoch', 'OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse', (0, 1, 2, 3, 4)),
+    ApiInfo(ApiKey.ADD_PARTITIONS_TO_TXN, 'AddPartitionsToTxn', 'AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.ADD_OFFSETS_TO_TXN, 'AddOffsetsToTxn', 'AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse', (0, 1, 2, 3, 4)),
+    ApiInfo(ApiKey.END_TXN, 'EndTxn', 'EndTxnRequest', 'EndTxnResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.WRITE_TXN_MARKERS, 'WriteTxnMarkers', 'WriteTxnMarkersRequest', 'WriteTxnMarkersResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.TXN_OFFSET_COMMIT, 'TxnOffsetCommit', 'TxnOffsetCommitRequest', 'TxnOffsetCommitResponse', (0, 1, 2, 3, 4, 5, 6)),
+    ApiInfo(ApiKey.DESCRIBE_ACLS, 'DescribeAcls', 'DescribeAclsRequest', 'DescribeAclsResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.CREATE_ACLS, 'CreateAcls', 'CreateAclsRequest', 'CreateAclsResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.DELETE_ACLS, 'DeleteAcls', 'DeleteAclsRequest', 'DeleteAclsResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.DESCRIBE_CONFIGS, 'DescribeConfigs', 'DescribeConfigsRequest', 'DescribeConfigsResponse', (0, 1, 2, 3, 4)),
+    ApiInfo(ApiKey.ALTER_CONFIGS, 'AlterConfigs', 'AlterConfigsRequest', 'AlterConfigsResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.ALTER_REPLICA_LOG_DIRS, 'AlterReplicaLogDirs', 'AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.DESCRIBE_LOG_DIRS, 'DescribeLogDirs', 'DescribeLogDirsRequest', 'DescribeLogDirsResponse', (0, 1, 2, 3, 4, 5)),
+    ApiInfo(ApiKey.SASL_AUTHENTICATE, 'SaslAuthenticate', 'SaslAuthenticateRequest', 'SaslAuthenticateResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.CREATE_PARTITIONS, 'CreatePartitions', 'CreatePartitionsRequest', 'CreatePartitionsResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.CREATE_DELEGATION_TOKEN, 'CreateDelegationToken', 'CreateDelegationTokenRequest', 'CreateDelegationTokenResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.RENEW_DELEGATION_TOKEN, 'RenewDelegationToken', 'RenewDelegationTokenRequest', 'RenewDelegationTokenResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.EXPIRE_DELEGATION_TOKEN, 'ExpireDelegationToken', 'ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.DESCRIBE_DELEGATION_TOKEN, 'DescribeDelegationToken', 'DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.DELETE_GROUPS, 'DeleteGroups', 'DeleteGroupsRequest', 'DeleteGroupsResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.ELECT_LEADERS, 'ElectLeaders', 'ElectLeadersRequest', 'ElectLeadersResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.INCREMENTAL_ALTER_CONFIGS, 'IncrementalAlterConfigs', 'IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse', (0, 1)),
+    ApiInfo(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 'AlterPartitionReassignments', 'AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse', (0, 1)),
+    ApiInfo(ApiKey.LIST_PARTITION_REASSIGNMENTS, 'ListPartitionReassignments', 'ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse', (0,)),
+    ApiInfo(ApiKey.OFFSET_DELETE, 'OffsetDelete', 'OffsetDeleteRequest', 'OffsetDeleteResponse', (0,)),
+    ApiInfo(ApiKey.DESCRIBE_CLIENT_QUOTAS, 'DescribeClientQuotas', 'DescribeClientQuotasRequest', 'DescribeClientQuotasResponse', (0, 1)),
+    ApiInfo(ApiKey.ALTER_CLIENT_QUOTAS, 'AlterClientQuotas', 'AlterClientQuotasRequest', 'AlterClientQuotasResponse', (0, 1)),
+    ApiInfo(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 'DescribeUserScramCredentials', 'DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse', (0,)),
+    ApiInfo(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 'AlterUserScramCredentials', 'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse', (0,)),
+    ApiInfo(ApiKey.VOTE, 'Vote', 'VoteRequest', 'VoteResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.BEGIN_QUORUM_EPOCH, 'BeginQuorumEpoch', 'BeginQuorumEpochRequest', 'BeginQuorumEpochResponse', (0, 1)),
+    ApiInfo(ApiKey.END_QUORUM_EPOCH, 'EndQuorumEpoch', 'EndQuorumEpochRequest', 'EndQuorumEpochResponse', (0, 1)),
+    ApiInfo(ApiKey.DESCRIBE_QUORUM, 'DescribeQuorum', 'DescribeQuorumRequest', 'DescribeQuorumResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.ALTER_PARTITION, 'AlterPartition', 'AlterPartitionRequest', 'AlterPartitionResponse', (0, 1, 2, 3)),
+    ApiInfo(ApiKey.UPDATE_FEATURES, 'UpdateFeatures', 'UpdateFeaturesRequest', 'UpdateFeaturesResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.ENVELOPE, 'Envelope', 'EnvelopeRequest', 'EnvelopeResponse', (0,)),
+    ApiInfo(ApiKey.FETCH_SNAPSHOT, 'FetchSnapshot', 'FetchSnapshotRequest', 'FetchSnapshotResponse', (0, 1)),
+    ApiInfo(ApiKey.DESCRIBE_CLUSTER, 'DescribeCluster', 'DescribeClusterRequest', 'DescribeClusterResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.DESCRIBE_PRODUCERS, 'DescribeProducers', 'DescribeProducersRequest', 'DescribeProducersResponse', (0,)),
+    ApiInfo(ApiKey.BROKER_REGISTRATION, 'BrokerRegistration', 'BrokerRegistrationRequest', 'BrokerRegistrationResponse', (0, 1, 2, 3, 4)),
+    ApiInfo(ApiKey.BROKER_HEARTBEAT, 'BrokerHeartbeat', 'BrokerHeartbeatRequest', 'BrokerHeartbeatResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.UNREGISTER_BROKER, 'UnregisterBroker', 'UnregisterBrokerRequest', 'UnregisterBrokerResponse', (0,)),
+    ApiInfo(ApiKey.DESCRIBE_TRANSACTIONS, 'DescribeTransactions', 'DescribeTransactionsRequest', 'DescribeTransactionsResponse', (0,)),
+    ApiInfo(ApiKey.LIST_TRANSACTIONS, 'ListTransactions', 'ListTransactionsRequest', 'ListTransactionsResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.ALLOCATE_PRODUCER_IDS, 'AllocateProducerIds', 'AllocateProducerIdsRequest', 'AllocateProducerIdsResponse', (0,)),
+    ApiInfo(ApiKey.CONSUMER_GROUP_HEARTBEAT, 'ConsumerGroupHeartbeat', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse', (0, 1)),
+    ApiInfo(ApiKey.CONSUMER_GROUP_DESCRIBE, 'ConsumerGroupDescribe', 'ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse', (0, 1)),
+    ApiInfo(ApiKey.CONTROLLER_REGISTRATION, 'ControllerRegistration', 'ControllerRegistrationRequest', 'ControllerRegistrationResponse', (0,)),
+    ApiInfo(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 'GetTelemetrySubscriptions', 'GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse', (0,)),
+    ApiInfo(ApiKey.PUSH_TELEMETRY, 'PushTelemetry', 'PushTelemetryRequest', 'PushTelemetryResponse', (0,)),
+    ApiInfo(ApiKey.ASSIGN_REPLICAS_TO_DIRS, 'AssignReplicasToDirs', 'AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse', (0,)),
+    ApiInfo(ApiKey.LIST_CONFIG_RESOURCES, 'ListConfigResources', 'ListConfigResourcesRequest', 'ListConfigResourcesResponse', (0, 1)),
+    ApiInfo(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 'DescribeTopicPartitions', 'DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse', (0,)),
+    ApiInfo(ApiKey.SHARE_GROUP_HEARTBEAT, 'ShareGroupHeartbeat', 'ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', (0, 1)),
+    ApiInfo(ApiKey.SHARE_GROUP_DESCRIBE, 'ShareGroupDescribe', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', (0, 1)),
+    ApiInfo(ApiKey.SHARE_FETCH, 'ShareFetch', 'ShareFetchRequest', 'ShareFetchResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.SHARE_ACKNOWLEDGE, 'ShareAcknowledge', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', (0, 1, 2)),
+    ApiInfo(ApiKey.ADD_RAFT_VOTER, 'AddRaftVoter', 'AddRaftVoterRequest', 'AddRaftVoterResponse', (0, 1)),
+    ApiInfo(ApiKey.REMOVE_RAFT_VOTER, 'RemoveRaftVoter', 'RemoveRaftVoterRequest', 'RemoveRaftVoterResponse', (0,)),
+    ApiInfo(ApiKey.UPDATE_RAFT_VOTER, 'UpdateRaftVoter', 'UpdateRaftVoterRequest', 'UpdateRaftVoterResponse', (0,)),
+    ApiInfo(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 'InitializeShareGroupState', 'InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse', (0,)),
+    ApiInfo(ApiKey.READ_SHARE_GROUP_STATE, 'ReadShareGroupState', 'ReadShareGroupStateRequest', 'ReadShareGroupStateResponse', (0,)),
+    ApiInfo(ApiKey.WRITE_SHARE_GROUP_STATE, 'WriteShareGroupState', 'WriteShareGroupStateRequest', 'WriteShareGroupStateResponse', (0, 1)),
+    ApiInfo(ApiKey.DELETE_SHARE_GROUP_STATE, 'DeleteShareGroupState', 'DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse', (0,)),
+    ApiInfo(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 'ReadShareGroupStateSummary', 'ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse', (0, 1)),
+    ApiInfo(ApiKey.STREAMS_GROUP_HEARTBEAT, 'StreamsGroupHeartbeat', 'StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse', (0, 1)),
+    ApiInfo(ApiKey.STREAMS_GROUP_DESCRIBE, 'StreamsGroupDescribe', 'StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', (0, 1)),
+    ApiInfo(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 'DescribeShareGroupOffsets', 'DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse', (0, 1)),
+    ApiInfo(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 'AlterShareGroupOffsets', 'AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse', (0,)),
+    ApiInfo(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 'DeleteShareGroupOffsets', 'DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse', (0,)),
+    ApiInfo(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 'StreamsGroupTopologyDescriptionUpdate', 'StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse', (0,)),
+    ApiInfo(ApiKey.UNREGISTER_CONTROLLER, 'UnregisterController', 'UnregisterControllerRequest', 'UnregisterControllerResponse', (0,)),
 )
-REQUESTS: dict[int, type[Message]] = {a.api_key: a.request for a in _CATALOG}
-RESPONSES: dict[int, type[Message]] = {a.api_key: a.response for a in _CATALOG}
-HEADERS: tuple[type[Message], ...] = (RequestHeader, ResponseHeader,)
-DATA: tuple[type[Message], ...] = (AbortedTxn, ConsumerProtocolAssignment, ConsumerProtocolSubscription, ControlRecordTypeSchema, DefaultPrincipalData, EndTxnMarker, KRaftVersionRecord, LeaderChangeMessage, SnapshotFooterRecord, SnapshotHeaderRecord, VotersRecord,)
+REQUESTS: Mapping[int, type[Message]] = _Classes({a.api_key: a.request_name for a in _CATALOG})
+RESPONSES: Mapping[int, type[Message]] = _Classes({a.api_key: a.response_name for a in _CATALOG})
 
 
 def catalog() -> tuple[ApiInfo, ...]:
