@@ -154,12 +154,15 @@ class Broker:
                 outcome = replica.read(offset, 1 << 20, isolation_level=0, min_one_batch=True)
                 if outcome.error_code or not outcome.records:
                     break
+                start = offset
                 for batch in read_batches(outcome.records):
                     if not batch.is_control:
                         for record in batch:
                             if record.key is not None:
                                 yield bytes(record.key), None if record.value is None else bytes(record.value)
                     offset = max(offset, batch.next_offset)
+                if offset == start:  # nothing readable: do not spin
+                    break
 
     # -- connections ----------------------------------------------------------------------------
 

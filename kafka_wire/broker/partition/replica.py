@@ -103,6 +103,7 @@ class PartitionReplica:
             data = self.log.read_bytes(result)
             if result.error_code or not data:
                 break
+            start = offset
             for batch in read_batches(data, verify_crc=False):
                 if isinstance(batch, RecordBatch) and batch.producer_id >= 0:
                     self.producers.observe(
@@ -115,6 +116,8 @@ class PartitionReplica:
                         batch.max_timestamp,
                     )
                 offset = max(offset, batch.next_offset)
+            if offset == start:  # nothing readable: do not spin
+                break
         self._advance_high_watermark()
 
     def _advance_high_watermark(self) -> None:
