@@ -18,6 +18,7 @@ from kafka_wire.messages import (
     MetadataResponse,
     ProduceRequest,
     RequestHeader,
+    ResponseHeader,
 )
 from kafka_wire.protocol import (
     NEED_DATA,
@@ -33,7 +34,7 @@ from kafka_wire.protocol import (
     VersionsNegotiated,
     api_versions_response,
 )
-from kafka_wire.protocol.framing import decode_response, encode_request
+from kafka_wire.protocol.framing import decode_response, encode_request, encode_response
 from tests.protocol.chunking import fed, outcome
 
 VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9), ApiKey.FETCH: (4, 12)}
@@ -234,3 +235,37 @@ def test_client_and_server_talk_through_every_chunking() -> None:
     [negotiated] = client_events
     assert isinstance(negotiated, VersionsNegotiated)
     assert negotiated.api_versions == VERSIONS
+
+
+def test_spliced_responses_keep_request_order_and_their_parts() -> None:
+    from kafka_wire.messages import (
+        FetchResponse,
+        FetchResponseFetchableTopicResponse,
+        FetchResponsePartitionData,
+    )
+    from kafka_wire.protocol.server import Splice
+
+    conn = server()
+    conn.receive_data(request(FetchRequest(), 12, 1) + request(MetadataRequest(), 9, 2))
+    fetch_event, metadata_event = conn.next_event(), conn.next_event()
+    assert isinstance(fetch_event, Request) and isinstance(metadata_event, Request)
+    region = object()  # stands for 70 bytes the driver sends itself
+    tag = b"\xfftag-0001\xff"
+    body = FetchResponse(
+        responses=[
+            FetchResponseFetchableTopicResponse(
+                topic="t", partitions=[FetchResponsePartitionData(records=tag + bytes(70 - len(tag)))]
+            )
+        ]
+    )
+    assert conn.send(metadata_event.reply(MetadataResponse())) == b""  # waits behind the fetch
+    parts = conn.parts_to_send()
+    assert parts == []
+    parts = conn.send_spliced(fetch_event.reply(body), [Splice(tag=tag, size=70, parts=(b"ab", region))])
+    full_fetch = encode_response(ResponseHeader(correlation_id=1), body, 12)
+    full_metadata = encode_response(ResponseHeader(correlation_id=2), MetadataResponse(), 9)
+    at = full_fetch.index(tag)
+    # The fetch frame with its placeholder span replaced, then the metadata frame that waited.
+    assert parts == [full_fetch[:at] + b"ab", region, full_fetch[at + 70 :] + full_metadata]
+    assert parts[1] is region
+    assert conn.data_to_send() == b"" and conn.parts_to_send() == []
