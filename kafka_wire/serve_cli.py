@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 
@@ -56,28 +54,6 @@ def run(args: argparse.Namespace) -> int:
     except BrokerConfigError as exc:
         print(f"kafka-wire serve: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_serve(config, args.host, args.port, args.data_dir))
+    from kafka_wire.adapters.broker_server import serve_until_signalled
 
-
-async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
-    from dataclasses import replace
-
-    from kafka_wire.adapters.broker_server import BrokerServer
-
-    if port == 0:
-        # Bind first to learn the port, then advertise it.
-        probe = await asyncio.start_server(lambda r, w: None, host, 0)
-        port = probe.sockets[0].getsockname()[1]
-        probe.close()
-        await probe.wait_closed()
-    server = BrokerServer(replace(config, host=host, port=port), data_dir)
-    bound = await server.start(host, port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
-    await stop.wait()
-    await server.stop()
-    print("kafka-wire serve: stopped", flush=True)
-    return 0
+    return serve_until_signalled(config, args.host, args.port, args.data_dir)

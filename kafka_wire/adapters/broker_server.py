@@ -14,8 +14,10 @@ import itertools
 import logging
 import random
 import secrets
+import signal
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -172,3 +174,28 @@ class BrokerServer:
                 for part in queue.get_nowait() or []:
                     if isinstance(part, tuple):
                         part[0].close()
+
+
+def serve_until_signalled(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
+    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready."""
+    return asyncio.run(_serve(config, host, port, data_dir))
+
+
+async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
+    if port == 0:
+        # Bind first to learn the port, then advertise it.
+        probe = await asyncio.start_server(lambda r, w: None, host, 0)
+        port = probe.sockets[0].getsockname()[1]
+        probe.close()
+        await probe.wait_closed()
+    server = BrokerServer(replace(config, host=host, port=port), data_dir)
+    bound = await server.start(host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
+    await stop.wait()
+    await server.stop()
+    print("kafka-wire serve: stopped", flush=True)
+    return 0
