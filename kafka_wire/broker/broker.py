@@ -280,10 +280,7 @@ class Broker:
         if conn is None or not request.expects_response:
             return
         if isinstance(body, Spliced):
-            ready = conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices)
-            parts = tuple(p for p in ready if isinstance(p, bytes | FileRegion))
-            if parts:
-                out.append(Send(conn_id, parts))
+            self._send(conn_id, conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices), out)
         else:
             self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
 
@@ -321,15 +318,16 @@ class Broker:
 
     # -- output ---------------------------------------------------------------------------------
 
-    def _send(self, conn_id: int, data: bytes, out: list[Effect]) -> None:
-        """Queue ``data`` and whatever else the connection has ready (spliced fetch responses
-        keep their file regions)."""
+    def _send(self, conn_id: int, ready: bytes | list[object], out: list[Effect]) -> None:
+        """Queue ``ready`` (what a connection call returned) and whatever else the connection has
+        ready; spliced fetch responses keep their file regions."""
         conn = self._conns.get(conn_id)
-        parts: list[bytes | FileRegion] = [data] if data else []
+        parts = [ready] if isinstance(ready, bytes) else list(ready)
         if conn is not None:
-            parts += [p for p in conn.server.parts_to_send() if isinstance(p, bytes | FileRegion)]
-        if parts:
-            out.append(Send(conn_id, tuple(parts)))
+            parts += conn.server.parts_to_send()
+        kept = tuple(p for p in parts if isinstance(p, bytes | FileRegion) and p != b"")
+        if kept:
+            out.append(Send(conn_id, kept))
 
     def _close(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
         self._send(conn_id, conn.server.data_to_send(), out)
