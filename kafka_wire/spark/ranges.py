@@ -200,15 +200,15 @@ def resolve(
 
 def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
     """Split ranges so there are at least ``min_partitions`` of them (when offsets allow):
-    each range gets a share of the parts in proportion to its size, as Spark's Kafka source
-    does; empty ranges are dropped."""
+    each range gets a share of the parts in proportion to its size, rounded up (Spark's Kafka
+    source rounds to nearest, which can fall short); empty ranges are dropped."""
     ranges = [r for r in ranges if r.size > 0]
     total = sum(r.size for r in ranges)
     if not min_partitions or min_partitions <= len(ranges) or total == 0:
         return list(ranges)
     out: list[OffsetRange] = []
     for r in ranges:
-        parts = max(1, min(r.size, round(r.size * min_partitions / total)))
+        parts = max(1, min(r.size, -(-r.size * min_partitions // total)))
         for i in range(parts):
             lo = r.start + r.size * i // parts
             hi = r.start + r.size * (i + 1) // parts
