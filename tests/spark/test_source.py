@@ -3,6 +3,7 @@ compaction, streaming, and the writer; compared with what a real client (librdka
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
@@ -180,3 +181,24 @@ def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -
     back = spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap) \
         .option("subscribe", "written").option("includeHeaders", "true").load()
     assert back.count() == len(rows)
+
+
+def test_spark_load_writes_parquet(spark: SparkSession, tmp_path: Path) -> None:
+    from kafka_wire.cli import build_parser
+    from kafka_wire.spark.load_cli import load, options_of
+
+    _transactional_and_compacted(tmp_path / "data")
+    args = build_parser().parse_args([
+        "spark-load", "--path", str(tmp_path / "data"), "--subscribe", "txn,compacted",
+        "--isolation-level", "read_committed", "--include-headers", "--output", str(tmp_path / "out"),
+    ])
+    progress = io.StringIO()
+    assert load(spark, options_of(args), args.output, args.mode, progress=progress) == 7
+    table = spark.read.parquet(str(tmp_path / "out"))
+    assert table.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert sorted((r.topic, r.offset) for r in table.collect()) == [
+        ("compacted", 2), ("compacted", 5), ("compacted", 8), ("compacted", 12), ("txn", 0), ("txn", 1), ("txn", 3)
+    ]
+    shown = progress.getvalue()
+    assert "2 offset ranges, up to 20 records" in shown
+    assert "] 2/2 tasks" in shown and "wrote 7 records" in shown
