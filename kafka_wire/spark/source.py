@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -53,32 +54,42 @@ class RangePartition(InputPartition):
 def to_arrow(
     r: OffsetRange, items: Iterable[tuple[int, list[Record[bytes]]]], include_headers: bool
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches in the output schema for the records of one range."""
+    """Arrow batches in the output schema for the records of one range. ``headers`` is null for
+    a record without headers (legacy records have none), as in Spark's Kafka source."""
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
     offsets: list[int] = []
     stamps: list[int] = []
     types: list[int] = []
-    headers: list[list[dict[str, object]]] = []
+    header_ends: list[int] = [0]
+    header_keys: list[str] = []
+    header_values: list[bytes | None] = []
+    no_headers: list[bool] = []
 
     def flush() -> pa.RecordBatch:
         n = len(offsets)
         columns = [
             pa.array(keys, pa.binary()),
             pa.array(values, pa.binary()),
-            pa.array([r.topic] * n, pa.string()) if n else pa.array([], pa.string()),
-            pa.array([r.partition] * n, pa.int32()),
+            pa.repeat(r.topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
+            pa.array(itertools.repeat(r.partition, n), pa.int32(), size=n),
             pa.array(offsets, pa.int64()),
-            pa.array(stamps, pa.int64()).cast(_TIMESTAMP),
+            pc.multiply(pa.array(stamps, pa.int64()), 1000).cast(_TIMESTAMP),
             pa.array(types, pa.int32()),
         ]
         names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
         if include_headers:
-            columns.append(pa.array(headers, _HEADER_TYPE))
+            pairs = pa.StructArray.from_arrays(
+                [pa.array(header_keys, pa.string()), pa.array(header_values, pa.binary())], names=["key", "value"]
+            )
+            columns.append(
+                pa.ListArray.from_arrays(pa.array(header_ends, pa.int32()), pairs, mask=pa.array(no_headers, pa.bool_()))
+            )
             names.append("headers")
         batch = pa.RecordBatch.from_arrays(columns, names=names)
-        for column in (keys, values, offsets, stamps, types, headers):
+        for column in (keys, values, offsets, stamps, types, header_keys, header_values, no_headers):
             column.clear()
+        del header_ends[1:]
         return batch
 
     for timestamp_type, records in items:
@@ -86,9 +97,13 @@ def to_arrow(
             keys.append(record.key)
             values.append(record.value)
             offsets.append(record.offset)
-            stamps.append(record.timestamp * 1000)
+            stamps.append(record.timestamp)
             if include_headers:
-                headers.append([{"key": k, "value": v} for k, v in record.headers])
+                for k, v in record.headers:
+                    header_keys.append(k)
+                    header_values.append(v)
+                header_ends.append(len(header_keys))
+                no_headers.append(not record.headers)
         types.extend(itertools.repeat(timestamp_type, len(records)))
         if len(offsets) >= ROWS_PER_ARROW_BATCH:
             yield flush()

@@ -118,6 +118,9 @@ def test_read_committed_and_compacted_logs(spark: SparkSession, tmp_path: Path) 
     ]
     assert values("txn", "read_committed") == [(0, b"committed-0"), (1, b"committed-1"), (3, b"plain")]
     assert values("compacted", "read_uncommitted") == [(2, b"a2"), (5, b"b1"), (8, b"c1"), (12, None)]
+    headers = spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", "compacted") \
+        .option("includeHeaders", "true").load().select("headers").collect()
+    assert [r.headers for r in headers] == [None] * 4  # no headers: null, as Spark's Kafka source gives
 
 
 def test_streaming_picks_up_records_produced_after_start(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
