@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import queue
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,10 +54,12 @@ METADATA_VERSION: Final = 12
 PRODUCE_VERSION: Final = 9
 
 DEFAULT_TIMEOUT_MS: Final = 60_000
-"""How long one call may keep retrying (Spark's Kafka source polls for up to 2 minutes)."""
+"""How long one call may keep retrying without progress (Spark's Kafka source polls for up to 2 minutes)."""
 DEFAULT_PARTITION_MAX_BYTES: Final = 8 * 1024 * 1024
 """Bytes per Fetch (Kafka's consumer: 1 MiB per partition; one partition per task here)."""
 _RETRY_BACKOFF_S: Final = 0.1
+_PREFETCH_BATCHES: Final = 64
+"""Batches the fetch thread may read ahead of the consumer of :func:`fetch_range`."""
 _LEADERSHIP_ERRORS: Final = frozenset(
     {
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -100,7 +104,12 @@ class _Session:
         self._bootstrap = list(bootstrap)
         self._clients: dict[tuple[str, int], KafkaClient] = {}
         self.metadata = _Metadata()
-        self.deadline = time.monotonic() + timeout_ms / 1000
+        self.timeout_s = timeout_ms / 1000
+        self.deadline = time.monotonic() + self.timeout_s
+
+    def progressed(self) -> None:
+        """Retries may go on for ``timeout_ms`` from the last progress, not from the start."""
+        self.deadline = time.monotonic() + self.timeout_s
 
     async def client(self, address: tuple[str, int]) -> KafkaClient:
         client = self._clients.get(address)
@@ -337,7 +346,9 @@ async def _fetch_range(
             if batch.base_offset >= end:
                 offset = end
                 break
-            progressed = True
+            if not progressed:
+                progressed = True
+                session.progressed()
             offset = next_offset
             if batch.magic == 2 and (batch.is_control or (read_committed and batch.is_transactional)):
                 abort = batch.is_control and any(
@@ -366,16 +377,48 @@ def fetch_range(
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> Iterator[tuple[int, list[Record[bytes]]]]:
     """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch (as
-    :func:`kafka_wire.spark.logs.read_range`). Buffers the whole range in memory per call of
-    the event loop; callers split large ranges (``minPartitions``)."""
-    out: list[tuple[int, list[Record[bytes]]]] = []
+    :func:`kafka_wire.spark.logs.read_range`). The fetch loop runs on its own thread and event
+    loop, at most ``_PREFETCH_BATCHES`` batches ahead of the caller."""
+    items: queue.Queue[tuple[int, list[Record[bytes]]] | BaseException | None] = queue.Queue(_PREFETCH_BATCHES)
+    stop = threading.Event()
 
     async def body(session: _Session) -> None:
         async for item in _fetch_range(session, tp, start, end, read_committed, max_bytes):
-            out.append(item)
+            while not stop.is_set():
+                try:
+                    items.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    await asyncio.sleep(0)
+            if stop.is_set():
+                return
 
-    _run(bootstrap, timeout_ms, body)
-    return iter(out)
+    def run() -> None:
+        try:
+            _run(bootstrap, timeout_ms, body)
+            outcome: BaseException | None = None
+        except BaseException as e:  # handed to the caller's thread
+            outcome = e
+        while not stop.is_set():
+            try:
+                items.put(outcome, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    thread = threading.Thread(target=run, name=f"kafka_wire fetch {tp}", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = items.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def murmur2(data: bytes) -> int:

@@ -4,7 +4,7 @@ and each range's rows, from logs at rest or a live cluster.
 Options follow Spark's Kafka source where they overlap (``kafka.bootstrap.servers``,
 ``subscribe``/``subscribePattern``/``assign``, ``startingOffsets``/``endingOffsets``,
 ``startingTimestamp``/``startingOffsetsByTimestamp``, ``includeHeaders``, ``minPartitions``,
-``kafka.isolation.level``, ``maxOffsetsPerTrigger``); ``path`` (comma-separated) reads logs at rest.
+``kafka.isolation.level``); ``path`` (comma-separated) reads logs at rest.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ class Settings:
     include_headers: bool
     min_partitions: int | None
     read_committed: bool
-    max_offsets_per_trigger: int | None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> Settings:
@@ -94,7 +93,6 @@ class Settings:
             include_headers=_flag(options, "includeHeaders"),
             min_partitions=_positive(options, "minPartitions"),
             read_committed=isolation == "read_committed",
-            max_offsets_per_trigger=_positive(options, "maxOffsetsPerTrigger"),
         )
 
     @property
