@@ -6,14 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint typecheck regen check-generated bench clean
 
-# Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
+# PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
+# JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
 # shigawire-apache-flink-libraries, run by the machine's JDK 17); the Node.js peer (kafkajs and its
 # snappy/lz4/zstd codecs, two of them native addons that npm builds) from package-lock.json into
 # ./node_modules. All of them serve tests/interop and tests/e2e.
 $(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	npm ci --no-audit --no-fund
 	touch $(STAMP)
 
@@ -43,6 +44,7 @@ regen: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_metadata.py
 	$(PY) bench/bench_records.py
+	$(PY) bench/bench_spark.py --records 1000000
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,4 +1,4 @@
-"""The ``kafka-wire`` command line: one subcommand module each (``decode``, ``dump-log``, ``serve``)."""
+"""The ``kafka-wire`` command line: one subcommand module each (``decode``, ``dump-log``, ``serve``, ``spark-load``)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     from kafka_wire import serve_cli
 
     serve_cli.add_parser(sub)
+
+    from kafka_wire.spark import load_cli  # imports PySpark only when run
+
+    load_cli.add_parser(sub)
     return parser
 
 

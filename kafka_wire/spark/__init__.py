@@ -1,0 +1,13 @@
+"""Kafka data into Spark: logs at rest (segment files) and live clusters, batch and streaming.
+
+Hand-written glue (nothing here is generated). The modules that do not import PySpark work on
+their own: :mod:`~kafka_wire.spark.ranges` (topic-partition offset ranges and the options that
+select them), :mod:`~kafka_wire.spark.logs` (reading Kafka's on-disk log: a broker's data directory,
+a backup, copied segment files) and :mod:`~kafka_wire.spark.live` (a small fetch client on
+:class:`kafka_wire.adapters.asyncio.KafkaClient`). :mod:`~kafka_wire.spark.source` is the PySpark
+data source, registered with ``spark.dataSource.register(KafkaWireDataSource)`` under the short
+name ``kafka_wire``; install it with the ``spark`` extra (``pip install 'kafka-wire[spark]'``).
+
+Like the rest of ``adapters``-level code, this package does file and socket I/O; the record
+decoding it relies on is :mod:`kafka_wire.records`.
+"""

@@ -1,0 +1,170 @@
+"""What a read does, independent of Spark: settings from the options, the plan (offset ranges),
+and each range's rows, from logs at rest or a live cluster.
+
+Options follow Spark's Kafka source where they overlap (``kafka.bootstrap.servers``,
+``subscribe``/``subscribePattern``/``assign``, ``startingOffsets``/``endingOffsets``,
+``startingTimestamp``/``startingOffsetsByTimestamp``, ``includeHeaders``, ``minPartitions``,
+``kafka.isolation.level``); ``path`` (comma-separated) reads logs at rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from kafka_wire.records import Record
+from kafka_wire.spark import live, logs
+from kafka_wire.spark.ranges import (
+    LATEST,
+    OffsetRange,
+    OffsetSpec,
+    OptionError,
+    Subscription,
+    TopicPartition,
+    parse_offset_spec,
+    parse_subscription,
+    resolve,
+    split_ranges,
+)
+
+BASE_SCHEMA: Final = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+)
+HEADERS_FIELD: Final = "headers array<struct<key: string, value: binary>>"
+
+
+def schema_for(include_headers: bool) -> str:
+    """Spark's Kafka source schema, with ``headers`` when ``includeHeaders`` is true."""
+    return BASE_SCHEMA + (", " + HEADERS_FIELD if include_headers else "")
+
+
+def _flag(options: Mapping[str, str], name: str, default: bool = False) -> bool:
+    value = options.get(name)
+    if value is None:
+        return default
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise OptionError(f"{name!r} must be true or false (got {value!r})")
+
+
+def _positive(options: Mapping[str, str], name: str) -> int | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) <= 0:
+        raise OptionError(f"{name!r} must be a positive integer (got {value!r})")
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The parsed options of one read (picklable: Spark ships it to the tasks)."""
+
+    paths: tuple[str, ...]
+    bootstrap: str | None
+    subscription: Subscription
+    starting: OffsetSpec
+    ending: OffsetSpec
+    include_headers: bool
+    min_partitions: int | None
+    read_committed: bool
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> Settings:
+        paths = tuple(p.strip() for p in options.get("path", "").split(",") if p.strip())
+        bootstrap = options.get("kafka.bootstrap.servers") or None
+        if bool(paths) == bool(bootstrap):
+            raise OptionError("set exactly one of 'path' (logs at rest) and 'kafka.bootstrap.servers' (live)")
+        isolation = options.get("kafka.isolation.level", "read_uncommitted")
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise OptionError(f"'kafka.isolation.level' must be read_uncommitted or read_committed (got {isolation!r})")
+        starting = parse_offset_spec(options, starting=True)
+        if streaming and not options.get("startingOffsets") and starting.timestamp_all is None and starting.timestamps is None:
+            starting = OffsetSpec(LATEST)  # Spark's streaming default
+        if streaming and options.get("endingOffsets"):
+            raise OptionError("'endingOffsets' is for batch queries only")
+        return cls(
+            paths=paths,
+            bootstrap=bootstrap,
+            subscription=parse_subscription(options),
+            starting=starting,
+            ending=parse_offset_spec(options, starting=False),
+            include_headers=_flag(options, "includeHeaders"),
+            min_partitions=_positive(options, "minPartitions"),
+            read_committed=isolation == "read_committed",
+        )
+
+    @property
+    def schema(self) -> str:
+        return schema_for(self.include_headers)
+
+
+class Source:
+    """Partitions, offsets and records of the chosen topic-partitions: at rest or live."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._logs = logs.discover(settings.paths) if settings.paths else None
+
+    def partitions(self) -> list[TopicPartition]:
+        available = list(self._logs) if self._logs is not None else live.partitions_of(self._bootstrap)
+        return self.settings.subscription.select(available)
+
+    @property
+    def _bootstrap(self) -> str:
+        assert self.settings.bootstrap is not None
+        return self.settings.bootstrap
+
+    def bounds(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """``(earliest, latest)`` per partition (latest is the last stable offset under read_committed, live)."""
+        if self._logs is not None:
+            return {tp: (logs.earliest_offset(self._logs[tp]), logs.latest_offset(self._logs[tp])) for tp in tps}
+        return live.offset_bounds(self._bootstrap, tps, read_committed=self.settings.read_committed) if tps else {}
+
+    def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
+        if self._logs is not None:
+            return logs.offset_for_timestamp(self._logs[tp], timestamp_ms)
+        return live.list_offsets(self._bootstrap, {tp: timestamp_ms})[tp]
+
+    def resolve(self, spec: OffsetSpec, bounds: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
+        return {tp: resolve(spec, tp, low, high, self.offset_for_time) for tp, (low, high) in bounds.items()}
+
+    def plan(self) -> list[OffsetRange]:
+        """The batch read: one range per partition from the starting to the ending offsets,
+        split to honour ``minPartitions``."""
+        tps = self.partitions()
+        bounds = self.bounds(tps)
+        starts = self.resolve(self.settings.starting, bounds)
+        ends = self.resolve(self.settings.ending, bounds)
+        ranges = []
+        for tp in tps:
+            start, end = starts[tp], ends[tp]
+            if start > end:
+                raise OptionError(f"{tp}: starting offset {start} is after ending offset {end}")
+            ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
+        return split_ranges(ranges, self.settings.min_partitions)
+
+
+def read(settings: Settings, r: OffsetRange) -> Iterator[tuple[int, list[Record[bytes]]]]:
+    """The records of one range, ``(timestamp type, records)`` per batch."""
+    tp = TopicPartition(r.topic, r.partition)
+    if settings.paths:
+        log = logs.discover(settings.paths).get(tp)
+        if log is None:
+            raise OptionError(f"{tp} is not under {', '.join(settings.paths)}")
+        return logs.read_range(log, r.start, r.end, read_committed=settings.read_committed)
+    assert settings.bootstrap is not None
+    return live.fetch_range(settings.bootstrap, tp, r.start, r.end, read_committed=settings.read_committed)
+
+
+def offsets_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """Spark's Kafka offsets form: ``{"topic": {"0": 42}}``."""
+    out: dict[str, dict[str, int]] = {}
+    for tp in sorted(offsets):
+        out.setdefault(tp.topic, {})[str(tp.partition)] = offsets[tp]
+    return out
+
+
+def offsets_from_json(data: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition, int]:
+    return {TopicPartition(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}

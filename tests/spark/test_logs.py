@@ -1,0 +1,136 @@
+"""Reading logs at rest without Spark: planning, index seeks, compaction gaps, transactions."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from kafka_wire.errors import CorruptBatchError
+from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
+from kafka_wire.spark.logs import discover, earliest_offset, latest_offset, offset_for_timestamp, read_range
+from kafka_wire.spark.ranges import TopicPartition
+from tests.spark.segments import write_partition
+
+T0 = 1_700_000_000_000
+
+
+def _records(first: int, count: int) -> list[tuple[bytes, bytes, tuple[tuple[str, bytes], ...], int]]:
+    return [(f"k{i}".encode(), f"v{i}".encode(), (("h", str(i).encode()),), T0 + i) for i in range(first, first + count)]
+
+
+def _read(path: Path, tp: TopicPartition, start: int, end: int, *, committed: bool = False) -> list[tuple[int, bytes | None]]:
+    log = discover([path])[tp]
+    return [(r.offset, r.value) for _, records in read_range(log, start, end, read_committed=committed) for r in records]
+
+
+def _plain_log(tmp_path: Path) -> Path:
+    segments = []
+    for seg in range(3):  # 3 segments of 4 batches of 5 records, mixed codecs and magics
+        batches = []
+        for b in range(4):
+            base = seg * 20 + b * 5
+            codec = ["none", "gzip", "snappy", "lz4", "zstd"][(seg * 4 + b) % 5]
+            magic = 2 if b < 3 else 1
+            batches.append(build_batch(_records(base, 5), base_offset=base, compression=codec, magic=magic)
+                           if magic == 2 else
+                           build_batch([(k, v, (), ts) for k, v, _, ts in _records(base, 5)],
+                                       base_offset=base, compression=codec, magic=1))
+        segments.append(batches)
+    write_partition(tmp_path, "plain", 0, segments)
+    return tmp_path
+
+
+def test_discover_and_offsets(tmp_path: Path) -> None:
+    _plain_log(tmp_path)
+    (tmp_path / "plain-0.abc-delete").mkdir()
+    (tmp_path / "cleaner-offset-checkpoint").write_text("0\n0\n")
+    logs = discover([tmp_path])
+    assert list(logs) == [TopicPartition("plain", 0)]
+    log = logs[TopicPartition("plain", 0)]
+    assert [s.base_offset for s in log.segments] == [0, 20, 40]
+    assert (earliest_offset(log), latest_offset(log)) == (0, 60)
+    assert offset_for_timestamp(log, T0 + 33) == 33
+    assert offset_for_timestamp(log, T0 + 60) is None
+    # a partition folder and a single segment file are paths too
+    assert list(discover([tmp_path / "plain-0"])) == [TopicPartition("plain", 0)]
+    one = discover([tmp_path / "plain-0" / f"{20:020d}.log"])[TopicPartition("plain", 0)]
+    assert [s.base_offset for s in one.segments] == [20]
+
+
+def test_ranges_cover_the_log_exactly(tmp_path: Path) -> None:
+    tp = TopicPartition("plain", 0)
+    _plain_log(tmp_path)
+    whole = _read(tmp_path, tp, 0, 60)
+    assert whole == [(i, f"v{i}".encode()) for i in range(60)]
+    cuts = [0, 3, 7, 20, 21, 44, 59, 60]
+    pieces = [row for lo, hi in itertools.pairwise(cuts) for row in _read(tmp_path, tp, lo, hi)]
+    assert pieces == whole
+    log = discover([tmp_path])[tp]
+    batch_types = {t for t, _ in read_range(log, 0, 60)}
+    assert batch_types == {0}  # CreateTime for v1 and v2 alike
+
+
+def test_compacted_log_keeps_its_offset_gaps(tmp_path: Path) -> None:
+    # What the cleaner leaves: batches with holes inside (offset deltas) and between them.
+    batches = [
+        build_batch([(b"a", b"1", (), T0), (b"b", b"2", (), T0)], base_offset=0, offset_deltas=[1, 4], last_offset_delta=4),
+        build_batch([(b"c", b"3", (), T0)], base_offset=9, compression="zstd"),
+        build_batch([(b"a", None, (), T0)], base_offset=15),  # tombstone
+    ]
+    write_partition(tmp_path, "compacted", 0, [batches[:2], batches[2:]])
+    tp = TopicPartition("compacted", 0)
+    assert _read(tmp_path, tp, 0, 16) == [(1, b"1"), (4, b"2"), (9, b"3"), (15, None)]
+    assert _read(tmp_path, tp, 2, 10) == [(4, b"2"), (9, b"3")]
+    assert latest_offset(discover([tmp_path])[tp]) == 16
+
+
+def _transactional_log(tmp_path: Path) -> Path:
+    """As a transactional producer leaves a partition: pid 7 commits, pid 8 aborts (interleaved),
+    plain records in between, pid 9's transaction still open at the end."""
+    def txn(pid: int, base: int, values: list[bytes]) -> bytes:
+        return build_batch([(None, v, (), T0) for v in values], base_offset=base, producer_id=pid,
+                           producer_epoch=0, base_sequence=base, is_transactional=True)
+
+    batches = [
+        txn(7, 0, [b"c0", b"c1"]),                                   # 0-1 committed
+        txn(8, 2, [b"a0"]),                                          # 2 aborted
+        build_batch([(None, b"p0", (), T0)], base_offset=3),         # 3 plain
+        txn(7, 4, [b"c2"]),                                          # 4 committed
+        build_commit_marker(producer_id=7, producer_epoch=0, coordinator_epoch=1, base_offset=5),
+        txn(8, 6, [b"a1", b"a2"]),                                   # 6-7 aborted
+        build_abort_marker(producer_id=8, producer_epoch=0, coordinator_epoch=1, base_offset=8),
+        txn(8, 9, [b"c3"]),                                          # 9 committed (a new transaction of 8)
+        build_commit_marker(producer_id=8, producer_epoch=0, coordinator_epoch=1, base_offset=10),
+        txn(9, 11, [b"open"]),                                       # 11 never ended
+        build_batch([(None, b"p1", (), T0)], base_offset=12),        # 12 plain
+    ]
+    write_partition(tmp_path, "txn", 0, [batches[:5], batches[5:]], index_every=2)
+    return tmp_path
+
+
+def test_read_committed_drops_aborted_transactions(tmp_path: Path) -> None:
+    tp = TopicPartition("txn", 0)
+    _transactional_log(tmp_path)
+    uncommitted = _read(tmp_path, tp, 0, 13)
+    assert [v for _, v in uncommitted] == [b"c0", b"c1", b"a0", b"p0", b"c2", b"a1", b"a2", b"c3", b"open", b"p1"]
+    committed = _read(tmp_path, tp, 0, 13, committed=True)
+    assert committed == [(0, b"c0"), (1, b"c1"), (3, b"p0"), (4, b"c2"), (9, b"c3"), (12, b"p1")]
+    # a range whose markers lie past its end still resolves them
+    assert _read(tmp_path, tp, 1, 4, committed=True) == [(1, b"c1"), (3, b"p0")]
+    assert _read(tmp_path, tp, 6, 10, committed=True) == [(9, b"c3")]
+
+
+def test_truncated_and_corrupt_tails(tmp_path: Path) -> None:
+    tp = TopicPartition("t", 0)
+    directory = write_partition(tmp_path, "t", 0, [[build_batch(_records(0, 3)), build_batch(_records(3, 3), base_offset=3)]])
+    log_file = directory / f"{0:020d}.log"
+    data = log_file.read_bytes()
+    log_file.write_bytes(data[:-10])  # a copy taken during an append: the partial batch is not there yet
+    assert [o for o, _ in _read(tmp_path, tp, 0, 6)] == [0, 1, 2]
+    log_file.write_bytes(data + bytes(4096))  # preallocated zeros
+    assert [o for o, _ in _read(tmp_path, tp, 0, 6)] == [0, 1, 2, 3, 4, 5]
+    log_file.write_bytes(data[:-1] + b"\x00")  # flipped byte: CRC mismatch
+    with pytest.raises(CorruptBatchError):
+        _read(tmp_path, tp, 0, 6)

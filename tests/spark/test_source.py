@@ -1,0 +1,207 @@
+"""The kafka_wire data source in local[2]: live and at rest, every codec, transactions,
+compaction, streaming, and the writer; compared with what a real client (librdkafka) sent or read."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as ConfluentTP
+from pyspark.sql import DataFrame, SparkSession
+
+from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
+from tests.spark.conftest import CODECS, Cluster, Sent
+from tests.spark.segments import write_partition
+
+# py4j (Spark's Java gateway) leaves its sockets to the garbage collector.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
+)
+
+TOPICS = ",".join(f"codec-{c}" for c in CODECS)
+
+
+def _rows(df: DataFrame) -> list[Sent]:
+    """Rows as librdkafka's delivery tuples (timestamps as ms), sorted."""
+    out = []
+    for r in df.selectExpr("*", "unix_millis(timestamp) AS ts_ms").collect():
+        headers = [(h.key, None if h.value is None else bytes(h.value)) for h in r.headers]
+        key = None if r.key is None else bytes(r.key)
+        value = None if r.value is None else bytes(r.value)
+        out.append((r.topic, r.partition, r.offset, key, value, headers, r.ts_ms))
+    return sorted(out, key=lambda s: (s[0], s[1], s[2]))
+
+
+def _expected(cluster: Cluster, *topics: str) -> list[Sent]:
+    return sorted((s for t in topics for s in cluster.sent[t]), key=lambda s: (s[0], s[1], s[2]))
+
+
+def test_live_read_equals_what_librdkafka_sent(spark: SparkSession, cluster: Cluster) -> None:
+    df = (
+        spark.read.format("kafka_wire")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", TOPICS)
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() == 2 * len(CODECS)
+    assert _rows(df) == _expected(cluster, *(f"codec-{c}" for c in CODECS))
+    assert {r.timestampType for r in df.select("timestampType").distinct().collect()} == {0}
+
+
+def test_logs_at_rest_read_equals_what_librdkafka_sent(spark: SparkSession, cluster: Cluster) -> None:
+    cluster.broker.stop()  # a data directory at rest: no broker running
+    try:
+        df = (
+            spark.read.format("kafka_wire")
+            .option("path", str(cluster.broker.data_dir))
+            .option("subscribePattern", "codec-.*")
+            .option("includeHeaders", "true")
+            .option("minPartitions", "25")
+            .load()
+        )
+        assert df.rdd.getNumPartitions() >= 25
+        assert _rows(df) == _expected(cluster, *(f"codec-{c}" for c in CODECS))
+        # offsets by partition, as Spark's Kafka source takes them
+        some = (
+            spark.read.format("kafka_wire")
+            .option("path", str(cluster.broker.data_dir))
+            .option("assign", '{"codec-zstd": [1]}')
+            .option("startingOffsets", '{"codec-zstd": {"1": 10}}')
+            .option("endingOffsets", '{"codec-zstd": {"1": 20}}')
+            .load()
+        )
+        assert [r.offset for r in some.orderBy("offset").collect()] == list(range(10, 20))
+        assert "headers" not in some.columns
+    finally:
+        cluster.broker.restart()
+
+
+def _transactional_and_compacted(root: Path) -> None:
+    now = int(time.time() * 1000)
+
+    def txn(pid: int, base: int, values: list[bytes]) -> bytes:
+        return build_batch([(b"k", v, (), now) for v in values], base_offset=base, producer_id=pid,
+                           producer_epoch=0, base_sequence=0, is_transactional=True, compression="lz4")
+
+    write_partition(root, "txn", 0, [[
+        txn(1, 0, [b"committed-0", b"committed-1"]),
+        txn(2, 2, [b"aborted-0"]),
+        build_batch([(b"k", b"plain", (), now)], base_offset=3),
+        build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=0, base_offset=4),
+        txn(2, 5, [b"aborted-1"]),
+        build_abort_marker(producer_id=2, producer_epoch=0, coordinator_epoch=0, base_offset=6),
+    ]])
+    write_partition(root, "compacted", 0, [
+        [build_batch([(b"a", b"a2", (), now), (b"b", b"b1", (), now)], base_offset=0, offset_deltas=[2, 5], last_offset_delta=5)],
+        [build_batch([(b"c", b"c1", (), now)], base_offset=8, compression="snappy"), build_batch([(b"a", None, (), now)], base_offset=12)],
+    ])
+
+
+def test_read_committed_and_compacted_logs(spark: SparkSession, tmp_path: Path) -> None:
+    _transactional_and_compacted(tmp_path)
+
+    def values(topic: str, isolation: str) -> list[tuple[int, bytes | None]]:
+        df = (
+            spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", topic)
+            .option("kafka.isolation.level", isolation).load()
+        )
+        return [(r.offset, None if r.value is None else bytes(r.value)) for r in df.orderBy("offset").collect()]
+
+    assert values("txn", "read_uncommitted") == [
+        (0, b"committed-0"), (1, b"committed-1"), (2, b"aborted-0"), (3, b"plain"), (5, b"aborted-1")
+    ]
+    assert values("txn", "read_committed") == [(0, b"committed-0"), (1, b"committed-1"), (3, b"plain")]
+    assert values("compacted", "read_uncommitted") == [(2, b"a2"), (5, b"b1"), (8, b"c1"), (12, None)]
+    headers = spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", "compacted") \
+        .option("includeHeaders", "true").load().select("headers").collect()
+    assert [r.headers for r in headers] == [None] * 4  # no headers: null, as Spark's Kafka source gives
+
+
+def test_streaming_picks_up_records_produced_after_start(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+    cluster.create("stream", partitions=2)
+    before = cluster.produce("stream", 20)
+    query = (
+        spark.readStream.format("kafka_wire")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", "stream")
+        .option("startingOffsets", "earliest")
+        .load()
+        .writeStream.format("memory").queryName("stream_out")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        assert spark.table("stream_out").count() == len(before)
+        after = cluster.produce("stream", 30, first=20)
+        deadline = time.monotonic() + 60
+        while spark.table("stream_out").count() < len(before) + len(after) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        got = sorted((r.partition, r.offset, None if r.value is None else bytes(r.value))
+                     for r in spark.table("stream_out").collect())
+        assert got == sorted((s[1], s[2], s[4]) for s in before + after)
+        query.processAllAvailable()
+        progress: Any = query.lastProgress
+        assert json.loads(progress["sources"][0]["endOffset"]) == {"stream": {"0": 25, "1": 25}}
+    finally:
+        query.stop()
+
+
+def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -> None:
+    cluster.create("written", partitions=3)
+    rows = [(f"k{i}".encode() if i % 4 else None, f"v{i}".encode(), [("h", str(i).encode())]) for i in range(500)]
+    df = spark.createDataFrame(rows, "key binary, value binary, headers array<struct<key: string, value: binary>>")
+    (
+        df.repartition(2).write.format("kafka_wire").mode("append")
+        .option("kafka.bootstrap.servers", cluster.bootstrap).option("topic", "written")
+        .option("kafka.compression.type", "zstd").option("kafka.batch.records", "64")
+        .save()
+    )
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "spark-writer-check",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([ConfluentTP("written", p, 0) for p in range(3)])
+        got: list[tuple[int | None, bytes | None, bytes | None, list[Any]]] = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(rows) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append((msg.partition(), msg.key(), msg.value(), list(msg.headers() or [])))
+    finally:
+        consumer.close()
+    assert sorted((k or b"", v, h) for _, k, v, h in got) == sorted((k or b"", v, h) for k, v, h in rows)
+    # keyed records went where Kafka's default partitioner puts them
+    from kafka_wire.spark.live import partition_for_key
+
+    assert all(p == partition_for_key(k, 3) for p, k, _, _ in got if k is not None)
+    back = spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap) \
+        .option("subscribe", "written").option("includeHeaders", "true").load()
+    assert back.count() == len(rows)
+
+
+def test_spark_load_writes_parquet(spark: SparkSession, tmp_path: Path) -> None:
+    from kafka_wire.cli import build_parser
+    from kafka_wire.spark.load_cli import load, options_of
+
+    _transactional_and_compacted(tmp_path / "data")
+    args = build_parser().parse_args([
+        "spark-load", "--path", str(tmp_path / "data"), "--subscribe", "txn,compacted",
+        "--isolation-level", "read_committed", "--include-headers", "--output", str(tmp_path / "out"),
+    ])
+    progress = io.StringIO()
+    assert load(spark, options_of(args), args.output, args.mode, progress=progress) == 7
+    table = spark.read.parquet(str(tmp_path / "out"))
+    assert table.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert sorted((r.topic, r.offset) for r in table.collect()) == [
+        ("compacted", 2), ("compacted", 5), ("compacted", 8), ("compacted", 12), ("txn", 0), ("txn", 1), ("txn", 3)
+    ]
+    shown = progress.getvalue()
+    assert "2 offset ranges, up to 20 records" in shown
+    assert "] 2/2 tasks" in shown and "wrote 7 records" in shown
