@@ -5,8 +5,8 @@ their own: :mod:`~kafka_wire.spark.ranges` (topic-partition offset ranges and th
 select them), :mod:`~kafka_wire.spark.logs` (reading Kafka's on-disk log: a broker's data directory,
 a backup, copied segment files) and :mod:`~kafka_wire.spark.live` (a small fetch client on
 :class:`kafka_wire.adapters.asyncio.KafkaClient`). :mod:`~kafka_wire.spark.source` is the PySpark
-data source, registered with ``spark.dataSource.register(KafkaWireDataSource)`` under the short
-name ``kafka_wire``; install it with the ``spark`` extra (``pip install 'kafka-wire[spark]'``).
+data source, found by Spark under the short name ``kafka_wire`` through the top-level module
+``pyspark_kafka_wire``; install it with the ``spark`` extra (``pip install 'kafka-wire[spark]'``).
 
 Like the rest of ``adapters``-level code, this package does file and socket I/O; the record
 decoding it relies on is :mod:`kafka_wire.records`.

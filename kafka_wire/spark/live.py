@@ -43,7 +43,7 @@ from kafka_wire.messages import (
     ProduceResponse,
 )
 from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
-from kafka_wire.spark.ranges import EARLIEST, LATEST, TopicPartition
+from kafka_wire.spark.ranges import EARLIEST, LATEST, DataLossError, TopicPartition
 
 T = TypeVar("T")
 
@@ -298,7 +298,13 @@ class _AbortedFilter:
 
 
 async def _fetch_range(
-    session: _Session, tp: TopicPartition, start: int, end: int, read_committed: bool, max_bytes: int
+    session: _Session,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+    read_committed: bool,
+    max_bytes: int,
+    fail_on_data_loss: bool,
 ) -> AsyncIterator[tuple[int, list[Record[bytes]]]]:
     offset = start
     await session.refresh([tp.topic])
@@ -333,6 +339,17 @@ async def _fetch_range(
             await session.retry_wait(f"Fetch {tp}: error {data[0].error_code if data else 'no partition'}")
             continue
         part = data[0]
+        if part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            earliest = (await _list_offsets(session, {tp: EARLIEST}, 0)).get(tp)
+            if earliest is None or earliest <= offset:
+                raise KafkaCallError(f"Fetch {tp}: offset {offset} is past the end of the log")
+            if fail_on_data_loss:
+                raise DataLossError(
+                    f"{tp}: offsets {offset}..{earliest - 1} are no longer in the log "
+                    "(set failOnDataLoss=false to skip them)"
+                )
+            offset = earliest
+            continue
         if part.error_code != ErrorCode.NONE:
             raise KafkaCallError(f"Fetch {tp} at offset {offset}: error {part.error_code}")
         aborted = _AbortedFilter(
@@ -375,15 +392,18 @@ def fetch_range(
     read_committed: bool = False,
     max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    fail_on_data_loss: bool = True,
 ) -> Iterator[tuple[int, list[Record[bytes]]]]:
     """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch (as
     :func:`kafka_wire.spark.logs.read_range`). The fetch loop runs on its own thread and event
-    loop, at most ``_PREFETCH_BATCHES`` batches ahead of the caller."""
+    loop, at most ``_PREFETCH_BATCHES`` batches ahead of the caller. Offsets of the range that
+    retention or DeleteRecords removed raise :class:`DataLossError`, or are skipped when
+    ``fail_on_data_loss`` is false."""
     items: queue.Queue[tuple[int, list[Record[bytes]]] | BaseException | None] = queue.Queue(_PREFETCH_BATCHES)
     stop = threading.Event()
 
     async def body(session: _Session) -> None:
-        async for item in _fetch_range(session, tp, start, end, read_committed, max_bytes):
+        async for item in _fetch_range(session, tp, start, end, read_committed, max_bytes, fail_on_data_loss):
             while not stop.is_set():
                 try:
                     items.put(item, timeout=0.1)
@@ -452,11 +472,80 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-def topic_partition_counts(bootstrap: str, topics: Iterable[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, int]:
-    async def body(session: _Session) -> dict[str, int]:
-        return dict((await session.refresh(sorted(set(topics)))).partitions)
+async def _produce(
+    session: _Session, batches: Mapping[TopicPartition, Sequence[bytes]], acks: int
+) -> dict[TopicPartition, int]:
+    unknown = sorted({tp.topic for tp in batches if tp not in session.metadata.leaders})
+    if unknown:
+        await session.refresh(unknown)
+    first: dict[TopicPartition, int] = {}
+    for tp, items in batches.items():
+        for raw in items:
+            while True:
+                try:
+                    _address, client = await session.leader(tp)
+                except _Retry as e:
+                    await session.retry_wait(str(e))
+                    continue
+                request = ProduceRequest(
+                    acks=acks,
+                    timeout_ms=30_000,
+                    topic_data=[
+                        ProduceRequestTopicProduceData(
+                            name=tp.topic,
+                            partition_data=[ProduceRequestPartitionProduceData(index=tp.partition, records=raw)],
+                        )
+                    ],
+                )
+                version = session.version(client, ApiKey.PRODUCE, PRODUCE_VERSION)
+                if acks == 0:  # no response: the offset is not known
+                    await client.send_only(request, version)
+                    first.setdefault(tp, -1)
+                    break
+                response = cast(ProduceResponse, (await client.request(request, version)).body)
+                result = response.responses[0].partition_responses[0]
+                if result.error_code in _LEADERSHIP_ERRORS:
+                    await session.retry_wait(f"Produce {tp}: error {result.error_code}")
+                    continue
+                if result.error_code != ErrorCode.NONE:
+                    raise KafkaCallError(f"Produce {tp}: error {result.error_code} {result.error_message or ''}")
+                first.setdefault(tp, result.base_offset)
+                break
+    return first
 
-    return _run(bootstrap, timeout_ms, body)
+
+class Producer:
+    """Produces record batches (built with :func:`kafka_wire.records.build_batch`) to partition
+    leaders over connections kept open until :meth:`close`: one per Spark writer task."""
+
+    def __init__(self, bootstrap: str, *, acks: int = -1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+        self._runner = asyncio.Runner()
+        self._session = _Session(parse_bootstrap(bootstrap), timeout_ms)
+        self._acks = acks
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partitions per existing topic (topics that do not exist are left out)."""
+        self._session.progressed()
+        meta = self._runner.run(self._session.refresh(sorted(set(topics))))
+        return dict(meta.partitions)
+
+    def send(self, batches: Mapping[TopicPartition, Sequence[bytes]]) -> dict[TopicPartition, int]:
+        """Each partition's batches in order; returns the base offset the broker gave each
+        partition's first batch (-1 with acks=0)."""
+        self._session.progressed()
+        return self._runner.run(_produce(self._session, batches, self._acks))
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._session.close())
+        finally:
+            self._runner.close()
 
 
 def produce(
@@ -466,49 +555,16 @@ def produce(
     acks: int = -1,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> dict[TopicPartition, int]:
-    """Produce record batches (built with :func:`kafka_wire.records.build_batch`) to each
-    partition's leader, in order; returns the base offset the broker gave each partition's first batch."""
-
-    async def body(session: _Session) -> dict[TopicPartition, int]:
-        await session.refresh(sorted({tp.topic for tp in batches}))
-        first: dict[TopicPartition, int] = {}
-        for tp, items in batches.items():
-            for raw in items:
-                while True:
-                    try:
-                        _address, client = await session.leader(tp)
-                    except _Retry as e:
-                        await session.retry_wait(str(e))
-                        continue
-                    request = ProduceRequest(
-                        acks=acks,
-                        timeout_ms=30_000,
-                        topic_data=[
-                            ProduceRequestTopicProduceData(
-                                name=tp.topic,
-                                partition_data=[ProduceRequestPartitionProduceData(index=tp.partition, records=raw)],
-                            )
-                        ],
-                    )
-                    version = session.version(client, ApiKey.PRODUCE, PRODUCE_VERSION)
-                    response = cast(ProduceResponse, (await client.request(request, version)).body)
-                    result = response.responses[0].partition_responses[0]
-                    if result.error_code in _LEADERSHIP_ERRORS:
-                        await session.retry_wait(f"Produce {tp}: error {result.error_code}")
-                        continue
-                    if result.error_code != ErrorCode.NONE:
-                        raise KafkaCallError(f"Produce {tp}: error {result.error_code} {result.error_message or ''}")
-                    first.setdefault(tp, result.base_offset)
-                    break
-        return first
-
-    return _run(bootstrap, timeout_ms, body)
+    """:meth:`Producer.send` over a connection of its own."""
+    with Producer(bootstrap, acks=acks, timeout_ms=timeout_ms) as producer:
+        return producer.send(batches)
 
 
 __all__ = [
     "EARLIEST",
     "LATEST",
     "KafkaCallError",
+    "Producer",
     "fetch_range",
     "list_offsets",
     "murmur2",
@@ -517,5 +573,4 @@ __all__ = [
     "partition_for_key",
     "partitions_of",
     "produce",
-    "topic_partition_counts",
 ]

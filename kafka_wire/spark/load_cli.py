@@ -74,13 +74,13 @@ def options_of(args: argparse.Namespace) -> dict[str, str]:
 def load(spark: SparkSession, options: Mapping[str, str], output: str, mode: str, *, progress: IO[str] | None) -> int:
     """Write the records chosen by ``options`` to Parquet at ``output``; returns how many."""
     from kafka_wire.spark.plan import Settings, Source
-    from kafka_wire.spark.source import KafkaWireDataSource
+    from kafka_wire.spark.source import register
 
     ranges = Source(Settings.parse(options)).plan()
     total = sum(r.size for r in ranges)
     if progress is not None:
         progress.write(f"kafka-wire spark-load: {len(ranges)} offset ranges, up to {total} records\n")
-    spark.dataSource.register(KafkaWireDataSource)
+    register(spark)
     df = spark.read.format("kafka_wire").options(**options).load()
     with _progress_bar(spark, progress):
         df.write.mode(mode).parquet(output)

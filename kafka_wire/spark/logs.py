@@ -11,8 +11,9 @@ What is returned is what Kafka's consumer returns: control batches never; record
 dropped: a transactional batch of producer P is aborted when the next end-transaction marker of P
 after it is ABORT (what Kafka's aborted-transaction index and consumer compute). A transaction
 with no marker anywhere in the log (the copy was taken while it was open) is dropped too: its
-records were never committed, and the coordinator aborts it on timeout. Kafka's consumer would
-stop at the first such transaction instead (the last stable offset); a log at rest has none.
+records were never committed, and the coordinator aborts it on timeout. A read_committed query
+ends at :func:`last_stable_offset` by default, as Kafka's consumer stops at the first open
+transaction, so such records are only met when ``endingOffsets`` asks for them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.log.index import decode_offset_entries
 from kafka_wire.broker.log.segment import parse_segment_name
 from kafka_wire.errors import CorruptBatchError
@@ -44,6 +46,7 @@ DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
 
 _SIZE_AT: Final = 8
 _LOG_OVERHEAD: Final = 12
+_V2_HEADER_BYTES: Final = 61
 _HEADER_ONLY: Final = ReadConfig(verify_crc=False)
 
 
@@ -195,6 +198,38 @@ def latest_offset(log: PartitionLog) -> int:
         if i == len(log.segments) - 1 and os.path.getsize(segment.log_path) == 0:
             return segment.base_offset
     return 0
+
+
+def _headers(path: str) -> Iterator[BatchHeader]:
+    """The batch headers of a segment file, read by seeking from one batch to the next (bodies are
+    never read). Ends quietly at a partial batch or a zero-filled tail, like :func:`iter_segment`."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        position = 0
+        while True:
+            f.seek(position)
+            try:
+                header = parse_header(f.read(_V2_HEADER_BYTES), 0, position)
+            except CorruptBatchError:
+                return
+            if header is None or header.end > size:
+                return
+            yield header
+            position = header.end
+
+
+def last_stable_offset(log: PartitionLog) -> int:
+    """The first offset of the oldest transaction with no end marker in the log, or the log end
+    when every transaction ended: where Kafka's read_committed consumer stops."""
+    open_since: dict[int, int] = {}
+    for segment in log.segments:
+        for header in _headers(segment.log_path):
+            if header.is_transactional:
+                if header.is_control:
+                    open_since.pop(header.producer_id, None)
+                else:
+                    open_since.setdefault(header.producer_id, header.base_offset)
+    return min(open_since.values(), default=latest_offset(log))
 
 
 def offset_for_timestamp(log: PartitionLog, timestamp_ms: int) -> int | None:

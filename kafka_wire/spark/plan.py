@@ -4,7 +4,7 @@ and each range's rows, from logs at rest or a live cluster.
 Options follow Spark's Kafka source where they overlap (``kafka.bootstrap.servers``,
 ``subscribe``/``subscribePattern``/``assign``, ``startingOffsets``/``endingOffsets``,
 ``startingTimestamp``/``startingOffsetsByTimestamp``, ``includeHeaders``, ``minPartitions``,
-``kafka.isolation.level``); ``path`` (comma-separated) reads logs at rest.
+``kafka.isolation.level``, ``failOnDataLoss``); ``path`` (comma-separated) reads logs at rest.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from kafka_wire.records import Record
 from kafka_wire.spark import live, logs
 from kafka_wire.spark.ranges import (
     LATEST,
+    DataLossError,
     OffsetRange,
     OffsetSpec,
     OptionError,
     Subscription,
     TopicPartition,
+    checked_start,
     parse_offset_spec,
     parse_subscription,
     resolve,
@@ -69,6 +71,7 @@ class Settings:
     include_headers: bool
     min_partitions: int | None
     read_committed: bool
+    fail_on_data_loss: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> Settings:
@@ -93,6 +96,7 @@ class Settings:
             include_headers=_flag(options, "includeHeaders"),
             min_partitions=_positive(options, "minPartitions"),
             read_committed=isolation == "read_committed",
+            fail_on_data_loss=_flag(options, "failOnDataLoss", default=True),
         )
 
     @property
@@ -117,9 +121,11 @@ class Source:
         return self.settings.bootstrap
 
     def bounds(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
-        """``(earliest, latest)`` per partition (latest is the last stable offset under read_committed, live)."""
+        """``(earliest, latest)`` per partition; under read_committed, latest is the last stable
+        offset (the first offset of the oldest open transaction), as Kafka's consumer sees it."""
         if self._logs is not None:
-            return {tp: (logs.earliest_offset(self._logs[tp]), logs.latest_offset(self._logs[tp])) for tp in tps}
+            last = logs.last_stable_offset if self.settings.read_committed else logs.latest_offset
+            return {tp: (logs.earliest_offset(self._logs[tp]), last(self._logs[tp])) for tp in tps}
         return live.offset_bounds(self._bootstrap, tps, read_committed=self.settings.read_committed) if tps else {}
 
     def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
@@ -139,10 +145,31 @@ class Source:
         ends = self.resolve(self.settings.ending, bounds)
         ranges = []
         for tp in tps:
-            start, end = starts[tp], ends[tp]
+            low, high = bounds[tp]
+            end = ends[tp]
+            if end > high:
+                raise OptionError(f"{tp}: ending offset {end} is past the end of the log ({high})")
+            start = checked_start(tp, starts[tp], low, high, self.settings.fail_on_data_loss)
             if start > end:
                 raise OptionError(f"{tp}: starting offset {start} is after ending offset {end}")
             ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
+        return split_ranges(ranges, self.settings.min_partitions)
+
+    def stream_ranges(
+        self,
+        start: Mapping[TopicPartition, int],
+        end: Mapping[TopicPartition, int],
+        bounds: Mapping[TopicPartition, tuple[int, int]] | None = None,
+    ) -> list[OffsetRange]:
+        """One micro-batch: from the checkpointed offsets (partitions new since then from their
+        earliest offset) to ``end``, checked against the log's current ``bounds``."""
+        if bounds is None or not set(end) <= set(bounds):
+            bounds = self.bounds(sorted(end))
+        ranges = []
+        for tp in sorted(end):
+            low, high = bounds[tp]
+            begin = checked_start(tp, start.get(tp, low), low, high, self.settings.fail_on_data_loss)
+            ranges.append(OffsetRange(tp.topic, tp.partition, begin, end[tp]))
         return split_ranges(ranges, self.settings.min_partitions)
 
 
@@ -153,9 +180,19 @@ def read(settings: Settings, r: OffsetRange) -> Iterator[tuple[int, list[Record[
         log = logs.discover(settings.paths).get(tp)
         if log is None:
             raise OptionError(f"{tp} is not under {', '.join(settings.paths)}")
+        earliest = logs.earliest_offset(log)
+        if r.start < earliest and settings.fail_on_data_loss:
+            raise DataLossError(f"{tp}: offsets {r.start}..{earliest - 1} are no longer in the log")
         return logs.read_range(log, r.start, r.end, read_committed=settings.read_committed)
     assert settings.bootstrap is not None
-    return live.fetch_range(settings.bootstrap, tp, r.start, r.end, read_committed=settings.read_committed)
+    return live.fetch_range(
+        settings.bootstrap,
+        tp,
+        r.start,
+        r.end,
+        read_committed=settings.read_committed,
+        fail_on_data_loss=settings.fail_on_data_loss,
+    )
 
 
 def offsets_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:

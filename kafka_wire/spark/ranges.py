@@ -23,6 +23,11 @@ class OptionError(ValueError):
     """An option of the data source is missing, malformed or contradicts another one."""
 
 
+class DataLossError(RuntimeError):
+    """Offsets a query needs are no longer in the log (retention, DeleteRecords, a recreated
+    topic). Raised unless ``failOnDataLoss`` is false, as by Spark's Kafka source."""
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class TopicPartition:
     topic: str
@@ -44,6 +49,21 @@ class OffsetRange:
     @property
     def size(self) -> int:
         return max(0, self.end - self.start)
+
+
+def checked_start(tp: TopicPartition, start: int, earliest: int, latest: int, fail_on_data_loss: bool) -> int:
+    """``start`` when the log still spans it (``earliest <= start <= latest``); otherwise a
+    :class:`DataLossError`, or with ``failOnDataLoss=false`` the earliest offset (Spark's choice:
+    what was lost is skipped, a recreated topic is read from its beginning)."""
+    if earliest <= start <= latest:
+        return start
+    if fail_on_data_loss:
+        raise DataLossError(
+            f"{tp}: offset {start} is outside the log's offsets {earliest}..{latest}; some data may have "
+            "been lost (retention, DeleteRecords, or the topic was recreated). Set failOnDataLoss=false "
+            "to continue from the earliest offset."
+        )
+    return earliest
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:

@@ -1,9 +1,8 @@
 """The PySpark data source ``kafka_wire``: batch and streaming reads, and a batch writer.
 
-Register it once per session, then use it as Spark's Kafka source::
+Installed with the ``spark`` extra, Spark finds it by itself (the top-level module
+``pyspark_kafka_wire`` is its discovery hook); use it as Spark's Kafka source::
 
-    from kafka_wire.spark.source import KafkaWireDataSource
-    spark.dataSource.register(KafkaWireDataSource)
     df = spark.read.format("kafka_wire").option("path", "/var/lib/kafka/data").option("subscribe", "orders").load()
 
 Rows leave each task as Arrow record batches (Spark 4's fast path for Python data sources).
@@ -18,6 +17,8 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -31,7 +32,7 @@ from pyspark.sql.types import Row, StructType
 from kafka_wire.records import Record, build_batch
 from kafka_wire.spark import live
 from kafka_wire.spark.plan import Settings, Source, offsets_from_json, offsets_json, read, schema_for
-from kafka_wire.spark.ranges import OffsetRange, OptionError, TopicPartition, split_ranges
+from kafka_wire.spark.ranges import OffsetRange, OptionError, TopicPartition
 
 ROWS_PER_ARROW_BATCH: Final = 65_536
 """Rows per Arrow batch handed to Spark (its own ``spark.sql.execution.arrow.maxRecordsPerBatch``
@@ -130,25 +131,22 @@ class KafkaWireStreamReader(DataSourceStreamReader):
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._bounds: dict[TopicPartition, tuple[int, int]] | None = None
+        """The bounds seen by the last ``latestOffset`` (the next micro-batch is checked against them)."""
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
-        source = Source(self.settings)
+        source = Source(self.settings)  # a new one per call: topics, partitions and segments come and go
         bounds = source.bounds(source.partitions())
         return offsets_json(source.resolve(self.settings.starting, bounds))
 
     def latestOffset(self) -> dict[str, dict[str, int]]:
         source = Source(self.settings)
-        return offsets_json({tp: high for tp, (_, high) in source.bounds(source.partitions()).items()})
+        self._bounds = source.bounds(source.partitions())
+        return offsets_json({tp: high for tp, (_, high) in self._bounds.items()})
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        begin = offsets_from_json(start)
-        stop = offsets_from_json(end)
-        missing = [tp for tp in stop if tp not in begin]
-        if missing:
-            source = Source(self.settings)
-            begin.update({tp: low for tp, (low, _) in source.bounds(missing).items()})
-        ranges = [OffsetRange(tp.topic, tp.partition, begin[tp], stop[tp]) for tp in sorted(stop)]
-        return [RangePartition(r) for r in split_ranges(ranges, self.settings.min_partitions)]
+        ranges = Source(self.settings).stream_ranges(offsets_from_json(start), offsets_from_json(end), self._bounds)
+        return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -188,39 +186,40 @@ class KafkaWireWriter(DataSourceWriter):
         pending: dict[TopicPartition, list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]]] = {}
         total = batches = 0
         round_robin = 0
+        with live.Producer(s.bootstrap, acks=s.acks) as producer:
 
-        def flush(tp: TopicPartition) -> None:
-            nonlocal batches
-            items = pending.pop(tp, [])
-            if items:
-                live.produce(s.bootstrap, {tp: [build_batch(items, compression=s.compression)]}, acks=s.acks)
-                batches += 1
+            def flush(tp: TopicPartition) -> None:
+                nonlocal batches
+                items = pending.pop(tp, [])
+                if items:
+                    producer.send({tp: [build_batch(items, compression=s.compression)]})
+                    batches += 1
 
-        for row in iterator:
-            fields = row.asDict()
-            topic = fields.get("topic") or s.topic
-            if not topic:
-                raise OptionError("a row has no topic and no 'topic' option is set")
-            key = _as_bytes(fields.get("key"))
-            partition = fields.get("partition")
-            if partition is None:
-                if topic not in counts:
-                    counts.update(live.topic_partition_counts(s.bootstrap, [topic]))
-                n = counts.get(topic)
-                if not n:
-                    raise OptionError(f"topic {topic!r} does not exist")
-                if key is None:
-                    partition, round_robin = round_robin % n, round_robin + 1
-                else:
-                    partition = live.partition_for_key(key, n)
-            headers = [(h["key"], _as_bytes(h["value"])) for h in (fields.get("headers") or ())]
-            tp = TopicPartition(topic, int(partition))
-            pending.setdefault(tp, []).append((key, _as_bytes(fields.get("value")), headers))
-            total += 1
-            if len(pending[tp]) >= s.records_per_batch:
+            for row in iterator:
+                fields = row.asDict()
+                topic = fields.get("topic") or s.topic
+                if not topic:
+                    raise OptionError("a row has no topic and no 'topic' option is set")
+                key = _as_bytes(fields.get("key"))
+                partition = fields.get("partition")
+                if partition is None:
+                    if topic not in counts:
+                        counts.update(producer.partition_counts([topic]))
+                    n = counts.get(topic)
+                    if not n:
+                        raise OptionError(f"topic {topic!r} does not exist")
+                    if key is None:
+                        partition, round_robin = round_robin % n, round_robin + 1
+                    else:
+                        partition = live.partition_for_key(key, n)
+                headers = [(h["key"], _as_bytes(h["value"])) for h in (fields.get("headers") or ())]
+                tp = TopicPartition(topic, int(partition))
+                pending.setdefault(tp, []).append((key, _as_bytes(fields.get("value")), headers))
+                total += 1
+                if len(pending[tp]) >= s.records_per_batch:
+                    flush(tp)
+            for tp in list(pending):
                 flush(tp)
-        for tp in list(pending):
-            flush(tp)
         return WriteCommit(total, batches)
 
 
@@ -267,3 +266,13 @@ class KafkaWireDataSource(DataSource):
                 acks=-1 if acks == "all" else int(acks),
             )
         )
+
+
+def register(spark: SparkSession) -> None:
+    """Register the source with ``spark`` unless Spark found it already (through
+    ``pyspark_kafka_wire``, which an editable install hides from Spark run in other directories)."""
+    try:
+        spark.dataSource.register(KafkaWireDataSource)
+    except AnalysisException as e:
+        if e.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise

@@ -19,7 +19,6 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # NewTopic is
 )
 from pyspark.sql import SparkSession
 
-from kafka_wire.spark.source import KafkaWireDataSource
 from tests.e2e.brokers import KafkaWireBroker, kafka_wire
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -40,7 +39,7 @@ def spark() -> Iterator[SparkSession]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(KafkaWireDataSource)
+    # No dataSource.register: Spark finds ``pyspark_kafka_wire`` (the project root is the working directory).
     try:
         yield session
     finally:

@@ -9,7 +9,14 @@ import pytest
 
 from kafka_wire.errors import CorruptBatchError
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
-from kafka_wire.spark.logs import discover, earliest_offset, latest_offset, offset_for_timestamp, read_range
+from kafka_wire.spark.logs import (
+    discover,
+    earliest_offset,
+    last_stable_offset,
+    latest_offset,
+    offset_for_timestamp,
+    read_range,
+)
 from kafka_wire.spark.ranges import TopicPartition
 from tests.spark.segments import write_partition
 
@@ -32,11 +39,11 @@ def _plain_log(tmp_path: Path) -> Path:
         for b in range(4):
             base = seg * 20 + b * 5
             codec = ["none", "gzip", "snappy", "lz4", "zstd"][(seg * 4 + b) % 5]
-            magic = 2 if b < 3 else 1
+            magic = (2, 2, 1, 0)[b]
             batches.append(build_batch(_records(base, 5), base_offset=base, compression=codec, magic=magic)
                            if magic == 2 else
                            build_batch([(k, v, (), ts) for k, v, _, ts in _records(base, 5)],
-                                       base_offset=base, compression=codec, magic=1))
+                                       base_offset=base, compression=codec, magic=magic))
         segments.append(batches)
     write_partition(tmp_path, "plain", 0, segments)
     return tmp_path
@@ -68,8 +75,9 @@ def test_ranges_cover_the_log_exactly(tmp_path: Path) -> None:
     pieces = [row for lo, hi in itertools.pairwise(cuts) for row in _read(tmp_path, tp, lo, hi)]
     assert pieces == whole
     log = discover([tmp_path])[tp]
-    batch_types = {t for t, _ in read_range(log, 0, 60)}
-    assert batch_types == {0}  # CreateTime for v1 and v2 alike
+    types = {r.offset: (t, r.timestamp) for t, records in read_range(log, 0, 60) for r in records}
+    # CreateTime for v1 and v2; magic 0 has no timestamp: type -1 and timestamp -1, as Kafka's consumer gives
+    assert types == {i: (-1, -1) if i % 20 >= 15 else (0, T0 + i) for i in range(60)}
 
 
 def test_compacted_log_keeps_its_offset_gaps(tmp_path: Path) -> None:
@@ -108,6 +116,15 @@ def _transactional_log(tmp_path: Path) -> Path:
     ]
     write_partition(tmp_path, "txn", 0, [batches[:5], batches[5:]], index_every=2)
     return tmp_path
+
+
+def test_last_stable_offset_stops_at_the_open_transaction(tmp_path: Path) -> None:
+    _transactional_log(tmp_path / "txn")
+    log = discover([tmp_path / "txn"])[TopicPartition("txn", 0)]
+    assert (latest_offset(log), last_stable_offset(log)) == (13, 11)  # pid 9's transaction at 11 never ended
+    _plain_log(tmp_path / "plain")
+    plain = discover([tmp_path / "plain"])[TopicPartition("plain", 0)]
+    assert last_stable_offset(plain) == latest_offset(plain) == 60
 
 
 def test_read_committed_drops_aborted_transactions(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as ConfluentTP
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
@@ -96,6 +97,8 @@ def _transactional_and_compacted(root: Path) -> None:
         build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=0, base_offset=4),
         txn(2, 5, [b"aborted-1"]),
         build_abort_marker(producer_id=2, producer_epoch=0, coordinator_epoch=0, base_offset=6),
+        txn(3, 7, [b"open"]),  # the copy was taken while this transaction was open
+        build_batch([(b"k", b"after-open", (), now)], base_offset=8),
     ]])
     write_partition(root, "compacted", 0, [
         [build_batch([(b"a", b"a2", (), now), (b"b", b"b1", (), now)], base_offset=0, offset_deltas=[2, 5], last_offset_delta=5)],
@@ -114,8 +117,10 @@ def test_read_committed_and_compacted_logs(spark: SparkSession, tmp_path: Path) 
         return [(r.offset, None if r.value is None else bytes(r.value)) for r in df.orderBy("offset").collect()]
 
     assert values("txn", "read_uncommitted") == [
-        (0, b"committed-0"), (1, b"committed-1"), (2, b"aborted-0"), (3, b"plain"), (5, b"aborted-1")
+        (0, b"committed-0"), (1, b"committed-1"), (2, b"aborted-0"), (3, b"plain"), (5, b"aborted-1"),
+        (7, b"open"), (8, b"after-open"),
     ]
+    # Kafka's read_committed consumer stops at the last stable offset: the open transaction's first offset
     assert values("txn", "read_committed") == [(0, b"committed-0"), (1, b"committed-1"), (3, b"plain")]
     assert values("compacted", "read_uncommitted") == [(2, b"a2"), (5, b"b1"), (8, b"c1"), (12, None)]
     headers = spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", "compacted") \
@@ -207,3 +212,41 @@ def test_spark_load_writes_parquet(spark: SparkSession, tmp_path: Path) -> None:
     shown = progress.getvalue()
     assert "2 offset ranges, up to 20 records" in shown
     assert "] 2/2 tasks" in shown and "wrote 7 records" in shown
+
+
+def _error_text(e: BaseException) -> str:
+    return str(e) + "".join(str(c) for c in (e.__cause__, e.__context__) if c is not None)
+
+
+def test_fail_on_data_loss_at_rest(spark: SparkSession, tmp_path: Path) -> None:
+    # Retention removed the segments before offset 20.
+    write_partition(tmp_path, "trimmed", 0, [[build_batch([(None, f"v{i}".encode(), (), 0) for i in range(20, 25)],
+                                                          base_offset=20)]])
+
+    def read(fail: str) -> DataFrame:
+        return (spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", "trimmed")
+                .option("startingOffsets", '{"trimmed": {"0": 5}}').option("failOnDataLoss", fail).load())
+
+    with pytest.raises(Exception) as lost:
+        read("true").collect()
+    assert "failOnDataLoss" in _error_text(lost.value)
+    assert [r.offset for r in read("false").orderBy("offset").collect()] == list(range(20, 25))
+
+
+def test_fail_on_data_loss_live(spark: SparkSession, cluster: Cluster) -> None:
+    cluster.create("deleted", partitions=2)
+    sent = [s for s in cluster.produce("deleted", 20) if s[1] == 0]  # offsets 0..9 of partition 0
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.delete_records([ConfluentTP("deleted", 0, 6)]).values():
+        assert future.result(30).low_watermark == 6  # the new log start offset
+
+    def read(fail: str) -> DataFrame:
+        return (spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap)
+                .option("assign", '{"deleted": [0]}').option("startingOffsets", '{"deleted": {"0": 2}}')
+                .option("failOnDataLoss", fail).load())
+
+    with pytest.raises(Exception) as lost:
+        read("true").collect()
+    assert "failOnDataLoss" in _error_text(lost.value)
+    got = [(r.offset, None if r.value is None else bytes(r.value)) for r in read("false").orderBy("offset").collect()]
+    assert got == [(s[2], s[4]) for s in sorted(sent, key=lambda s: s[2]) if s[2] >= 6]
