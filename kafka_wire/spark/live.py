@@ -43,6 +43,7 @@ from kafka_wire.messages import (
     ProduceResponse,
 )
 from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
+from kafka_wire.spark.access import ClusterAccess
 from kafka_wire.spark.ranges import EARLIEST, LATEST, DataLossError, TopicPartition
 
 T = TypeVar("T")
@@ -100,8 +101,9 @@ class _Metadata:
 class _Session:
     """Connections to the brokers of one cluster, for the duration of one call."""
 
-    def __init__(self, bootstrap: Sequence[tuple[str, int]], timeout_ms: int) -> None:
-        self._bootstrap = list(bootstrap)
+    def __init__(self, cluster: ClusterAccess, timeout_ms: int) -> None:
+        self._access = cluster
+        self._bootstrap = parse_bootstrap(cluster.bootstrap)
         self._clients: dict[tuple[str, int], KafkaClient] = {}
         self.metadata = _Metadata()
         self.timeout_s = timeout_ms / 1000
@@ -114,7 +116,7 @@ class _Session:
     async def client(self, address: tuple[str, int]) -> KafkaClient:
         client = self._clients.get(address)
         if client is None:
-            client = self._clients[address] = await KafkaClient.connect(*address)
+            client = self._clients[address] = await KafkaClient.connect(*address, sasl=self._access.mechanism())
         return client
 
     async def drop(self, address: tuple[str, int]) -> None:
@@ -184,9 +186,11 @@ class _Retry(Exception):
     pass
 
 
-def _run(bootstrap: str, timeout_ms: int, body: Callable[[_Session], Coroutine[object, object, T]]) -> T:
+def _run(
+    cluster: ClusterAccess | str, timeout_ms: int, body: Callable[[_Session], Coroutine[object, object, T]]
+) -> T:
     async def main() -> T:
-        session = _Session(parse_bootstrap(bootstrap), timeout_ms)
+        session = _Session(ClusterAccess.of(cluster), timeout_ms)
         try:
             return await body(session)
         finally:
@@ -195,13 +199,13 @@ def _run(bootstrap: str, timeout_ms: int, body: Callable[[_Session], Coroutine[o
     return asyncio.run(main())
 
 
-def partitions_of(bootstrap: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[TopicPartition]:
+def partitions_of(cluster: ClusterAccess | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[TopicPartition]:
     """Every topic-partition of the cluster (internal topics included; selection drops them)."""
 
     async def body(session: _Session) -> list[TopicPartition]:
         return sorted((await session.refresh(None)).leaders)
 
-    return _run(bootstrap, timeout_ms, body)
+    return _run(cluster, timeout_ms, body)
 
 
 async def _list_offsets(
@@ -250,7 +254,7 @@ async def _list_offsets(
 
 
 def list_offsets(
-    bootstrap: str,
+    cluster: ClusterAccess | str,
     queries: Mapping[TopicPartition, int],
     *,
     read_committed: bool = False,
@@ -262,11 +266,11 @@ def list_offsets(
     async def body(session: _Session) -> dict[TopicPartition, int | None]:
         return await _list_offsets(session, queries, 1 if read_committed else 0)
 
-    return _run(bootstrap, timeout_ms, body)
+    return _run(cluster, timeout_ms, body)
 
 
 def offset_bounds(
-    bootstrap: str, tps: Sequence[TopicPartition], *, read_committed: bool = False, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: ClusterAccess | str, tps: Sequence[TopicPartition], *, read_committed: bool = False, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> dict[TopicPartition, tuple[int, int]]:
     """``(earliest, latest)`` per partition in one session."""
 
@@ -276,7 +280,7 @@ def offset_bounds(
         high = await _list_offsets(session, dict.fromkeys(tps, LATEST), level)
         return {tp: (low.get(tp) or 0, high.get(tp) or 0) for tp in tps}
 
-    return _run(bootstrap, timeout_ms, body)
+    return _run(cluster, timeout_ms, body)
 
 
 class _AbortedFilter:
@@ -384,7 +388,7 @@ async def _fetch_range(
 
 
 def fetch_range(
-    bootstrap: str,
+    cluster: ClusterAccess | str,
     tp: TopicPartition,
     start: int,
     end: int,
@@ -415,7 +419,7 @@ def fetch_range(
 
     def run() -> None:
         try:
-            _run(bootstrap, timeout_ms, body)
+            _run(cluster, timeout_ms, body)
             outcome: BaseException | None = None
         except BaseException as e:  # handed to the caller's thread
             outcome = e
@@ -518,9 +522,9 @@ class Producer:
     """Produces record batches (built with :func:`kafka_wire.records.build_batch`) to partition
     leaders over connections kept open until :meth:`close`: one per Spark writer task."""
 
-    def __init__(self, bootstrap: str, *, acks: int = -1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+    def __init__(self, cluster: ClusterAccess | str, *, acks: int = -1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
         self._runner = asyncio.Runner()
-        self._session = _Session(parse_bootstrap(bootstrap), timeout_ms)
+        self._session = _Session(ClusterAccess.of(cluster), timeout_ms)
         self._acks = acks
 
     def __enter__(self) -> Producer:
@@ -549,14 +553,14 @@ class Producer:
 
 
 def produce(
-    bootstrap: str,
+    cluster: ClusterAccess | str,
     batches: Mapping[TopicPartition, Sequence[bytes]],
     *,
     acks: int = -1,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> dict[TopicPartition, int]:
     """:meth:`Producer.send` over a connection of its own."""
-    with Producer(bootstrap, acks=acks, timeout_ms=timeout_ms) as producer:
+    with Producer(cluster, acks=acks, timeout_ms=timeout_ms) as producer:
         return producer.send(batches)
 
 

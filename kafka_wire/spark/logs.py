@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from kafka_wire.broker.log.batches import BatchHeader, parse_header
+from kafka_wire.broker.log.checkpoints import LOG_START_OFFSET_FILE
 from kafka_wire.broker.log.index import decode_offset_entries
 from kafka_wire.broker.log.segment import parse_segment_name
 from kafka_wire.errors import CorruptBatchError
@@ -47,6 +48,7 @@ DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
 _SIZE_AT: Final = 8
 _LOG_OVERHEAD: Final = 12
 _V2_HEADER_BYTES: Final = 61
+_MAX_CHECKPOINT_BYTES: Final = 16 * 1024 * 1024
 _HEADER_ONLY: Final = ReadConfig(verify_crc=False)
 
 
@@ -63,6 +65,8 @@ class PartitionLog:
 
     tp: TopicPartition
     segments: tuple[Segment, ...] = field(default=())
+    log_start_offset: int | None = None
+    """From the log start offset checkpoint (after retention or DeleteRecords), when one was found."""
 
 
 def _segments_in(directory: Path, only: set[str] | None = None) -> list[Segment]:
@@ -110,9 +114,37 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> dict[TopicPartition, Pa
                         add(child_tp, segments)
         else:
             raise OptionError(f"path not found: {path}")
-    return {
-        tp: PartitionLog(tp, tuple(sorted(segs, key=lambda s: s.base_offset))) for tp, segs in sorted(found.items())
-    }
+    logs = {}
+    for tp, segs in sorted(found.items()):
+        ordered = tuple(sorted(segs, key=lambda s: s.base_offset))
+        logs[tp] = PartitionLog(tp, ordered, _log_start_offset(tp, Path(ordered[0].log_path).parent))
+    return logs
+
+
+def _read_small(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(_MAX_CHECKPOINT_BYTES).decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _log_start_offset(tp: TopicPartition, folder: Path) -> int | None:
+    """The partition's log start offset: kafka_wire's ``log-start-offset`` file in the folder, or
+    Kafka's ``log-start-offset-checkpoint`` of the data directory (version 0: a count line, then
+    ``topic partition offset`` lines). Unreadable or malformed files count as absent."""
+    starts = []
+    own = _read_small(folder / LOG_START_OFFSET_FILE)
+    if own is not None and own.strip().isdigit():
+        starts.append(int(own))
+    kafka = _read_small(folder.parent / "log-start-offset-checkpoint")
+    lines = kafka.splitlines() if kafka is not None else []
+    if len(lines) >= 2 and lines[0].strip() == "0":
+        for line in lines[2:]:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == tp.topic and parts[1] == str(tp.partition) and parts[2].isdigit():
+                starts.append(int(parts[2]))
+    return max(starts, default=None)
 
 
 def _index_position(segment: Segment, offset: int) -> int:
@@ -178,10 +210,13 @@ def _segment_for(log: PartitionLog, offset: int) -> int:
 
 
 def earliest_offset(log: PartitionLog) -> int:
-    """The first offset in the log (the base of its first batch), or the end when it is empty."""
+    """The first offset a consumer can read: the base of the first batch, or the log start offset
+    when a checkpoint puts it later (records below it stay in their segment until it is deleted);
+    the log end for an empty log."""
+    end = latest_offset(log)
     for _, _, batch in _batches_from(log, 0, 0, _HEADER_ONLY):
-        return batch.base_offset
-    return latest_offset(log)
+        return min(end, max(batch.base_offset, log.log_start_offset or 0))
+    return end
 
 
 def latest_offset(log: PartitionLog) -> int:

@@ -4,7 +4,8 @@ and each range's rows, from logs at rest or a live cluster.
 Options follow Spark's Kafka source where they overlap (``kafka.bootstrap.servers``,
 ``subscribe``/``subscribePattern``/``assign``, ``startingOffsets``/``endingOffsets``,
 ``startingTimestamp``/``startingOffsetsByTimestamp``, ``includeHeaders``, ``minPartitions``,
-``kafka.isolation.level``, ``failOnDataLoss``); ``path`` (comma-separated) reads logs at rest.
+``kafka.isolation.level``, ``failOnDataLoss``, and the SASL options of
+:mod:`~kafka_wire.spark.access`); ``path`` (comma-separated) reads logs at rest.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Final
 
 from kafka_wire.records import Record
 from kafka_wire.spark import live, logs
+from kafka_wire.spark.access import ClusterAccess
 from kafka_wire.spark.ranges import (
     LATEST,
     DataLossError,
@@ -64,7 +66,7 @@ class Settings:
     """The parsed options of one read (picklable: Spark ships it to the tasks)."""
 
     paths: tuple[str, ...]
-    bootstrap: str | None
+    cluster: ClusterAccess | None
     subscription: Subscription
     starting: OffsetSpec
     ending: OffsetSpec
@@ -76,8 +78,8 @@ class Settings:
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> Settings:
         paths = tuple(p.strip() for p in options.get("path", "").split(",") if p.strip())
-        bootstrap = options.get("kafka.bootstrap.servers") or None
-        if bool(paths) == bool(bootstrap):
+        cluster = ClusterAccess.from_options(options)
+        if bool(paths) == (cluster is not None):
             raise OptionError("set exactly one of 'path' (logs at rest) and 'kafka.bootstrap.servers' (live)")
         isolation = options.get("kafka.isolation.level", "read_uncommitted")
         if isolation not in ("read_uncommitted", "read_committed"):
@@ -89,7 +91,7 @@ class Settings:
             raise OptionError("'endingOffsets' is for batch queries only")
         return cls(
             paths=paths,
-            bootstrap=bootstrap,
+            cluster=cluster,
             subscription=parse_subscription(options),
             starting=starting,
             ending=parse_offset_spec(options, starting=False),
@@ -112,13 +114,13 @@ class Source:
         self._logs = logs.discover(settings.paths) if settings.paths else None
 
     def partitions(self) -> list[TopicPartition]:
-        available = list(self._logs) if self._logs is not None else live.partitions_of(self._bootstrap)
+        available = list(self._logs) if self._logs is not None else live.partitions_of(self._cluster)
         return self.settings.subscription.select(available)
 
     @property
-    def _bootstrap(self) -> str:
-        assert self.settings.bootstrap is not None
-        return self.settings.bootstrap
+    def _cluster(self) -> ClusterAccess:
+        assert self.settings.cluster is not None
+        return self.settings.cluster
 
     def bounds(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """``(earliest, latest)`` per partition; under read_committed, latest is the last stable
@@ -126,12 +128,12 @@ class Source:
         if self._logs is not None:
             last = logs.last_stable_offset if self.settings.read_committed else logs.latest_offset
             return {tp: (logs.earliest_offset(self._logs[tp]), last(self._logs[tp])) for tp in tps}
-        return live.offset_bounds(self._bootstrap, tps, read_committed=self.settings.read_committed) if tps else {}
+        return live.offset_bounds(self._cluster, tps, read_committed=self.settings.read_committed) if tps else {}
 
     def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
         if self._logs is not None:
             return logs.offset_for_timestamp(self._logs[tp], timestamp_ms)
-        return live.list_offsets(self._bootstrap, {tp: timestamp_ms})[tp]
+        return live.list_offsets(self._cluster, {tp: timestamp_ms})[tp]
 
     def resolve(self, spec: OffsetSpec, bounds: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
         return {tp: resolve(spec, tp, low, high, self.offset_for_time) for tp, (low, high) in bounds.items()}
@@ -184,9 +186,9 @@ def read(settings: Settings, r: OffsetRange) -> Iterator[tuple[int, list[Record[
         if r.start < earliest and settings.fail_on_data_loss:
             raise DataLossError(f"{tp}: offsets {r.start}..{earliest - 1} are no longer in the log")
         return logs.read_range(log, r.start, r.end, read_committed=settings.read_committed)
-    assert settings.bootstrap is not None
+    assert settings.cluster is not None
     return live.fetch_range(
-        settings.bootstrap,
+        settings.cluster,
         tp,
         r.start,
         r.end,

@@ -31,6 +31,7 @@ from pyspark.sql.types import Row, StructType
 
 from kafka_wire.records import Record, build_batch
 from kafka_wire.spark import live
+from kafka_wire.spark.access import ClusterAccess
 from kafka_wire.spark.plan import Settings, Source, offsets_from_json, offsets_json, read, schema_for
 from kafka_wire.spark.ranges import OffsetRange, OptionError, TopicPartition
 
@@ -159,7 +160,7 @@ class KafkaWireStreamReader(DataSourceStreamReader):
 
 @dataclass(frozen=True, slots=True)
 class WriteSettings:
-    bootstrap: str
+    cluster: ClusterAccess
     topic: str | None
     compression: str
     records_per_batch: int
@@ -186,7 +187,7 @@ class KafkaWireWriter(DataSourceWriter):
         pending: dict[TopicPartition, list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]]] = {}
         total = batches = 0
         round_robin = 0
-        with live.Producer(s.bootstrap, acks=s.acks) as producer:
+        with live.Producer(s.cluster, acks=s.acks) as producer:
 
             def flush(tp: TopicPartition) -> None:
                 nonlocal batches
@@ -252,14 +253,14 @@ class KafkaWireDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaWireWriter:
         options = self.options
-        bootstrap = options.get("kafka.bootstrap.servers")
-        if not bootstrap:
+        cluster = ClusterAccess.from_options(options)
+        if cluster is None:
             raise OptionError("writing needs 'kafka.bootstrap.servers'")
         records = options.get("kafka.batch.records", str(DEFAULT_RECORDS_PER_PRODUCE_BATCH))
         acks = options.get("kafka.acks", "all")
         return KafkaWireWriter(
             WriteSettings(
-                bootstrap=bootstrap,
+                cluster=cluster,
                 topic=options.get("topic"),
                 compression=options.get("kafka.compression.type", "none"),
                 records_per_batch=int(records),

@@ -66,6 +66,23 @@ def test_discover_and_offsets(tmp_path: Path) -> None:
     assert [s.base_offset for s in one.segments] == [20]
 
 
+def test_log_start_offset_checkpoints(tmp_path: Path) -> None:
+    tp = TopicPartition("plain", 0)
+    _plain_log(tmp_path)
+    # Kafka's data-directory checkpoint: retention or DeleteRecords moved the start inside segment 0
+    (tmp_path / "log-start-offset-checkpoint").write_text("0\n2\nother 0 50\nplain 0 7\n")
+    assert earliest_offset(discover([tmp_path])[tp]) == 7
+    assert earliest_offset(discover([tmp_path / "plain-0"])[tp]) == 7
+    # kafka_wire's own per-partition file; the later of the two wins, and never past the end
+    (tmp_path / "plain-0" / "log-start-offset").write_text("12\n")
+    assert earliest_offset(discover([tmp_path])[tp]) == 12
+    (tmp_path / "plain-0" / "log-start-offset").write_text("99\n")
+    assert earliest_offset(discover([tmp_path])[tp]) == 60
+    (tmp_path / "log-start-offset-checkpoint").write_text("garbage")
+    (tmp_path / "plain-0" / "log-start-offset").write_bytes(b"\xff")
+    assert earliest_offset(discover([tmp_path])[tp]) == 0
+
+
 def test_ranges_cover_the_log_exactly(tmp_path: Path) -> None:
     tp = TopicPartition("plain", 0)
     _plain_log(tmp_path)

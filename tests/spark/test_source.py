@@ -12,10 +12,17 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as ConfluentTP
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # NewTopic is not in its stubs' exports
+    AdminClient,
+    NewTopic,
+)
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
+from kafka_wire.spark.logs import discover, earliest_offset
+from kafka_wire.spark.ranges import TopicPartition
+from tests.e2e.brokers import kafka_wire
+from tests.e2e.test_sasl import USERS, SaslBroker
 from tests.spark.conftest import CODECS, Cluster, Sent
 from tests.spark.segments import write_partition
 
@@ -239,6 +246,8 @@ def test_fail_on_data_loss_live(spark: SparkSession, cluster: Cluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for future in admin.delete_records([ConfluentTP("deleted", 0, 6)]).values():
         assert future.result(30).low_watermark == 6  # the new log start offset
+    # at rest too: the records below 6 are still in the segment, the broker's checkpoint hides them
+    assert earliest_offset(discover([cluster.broker.data_dir])[TopicPartition("deleted", 0)]) == 6
 
     def read(fail: str) -> DataFrame:
         return (spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap)
@@ -250,3 +259,35 @@ def test_fail_on_data_loss_live(spark: SparkSession, cluster: Cluster) -> None:
     assert "failOnDataLoss" in _error_text(lost.value)
     got = [(r.offset, None if r.value is None else bytes(r.value)) for r in read("false").orderBy("offset").collect()]
     assert got == [(s[2], s[4]) for s in sorted(sent, key=lambda s: s[2]) if s[2] >= 6]
+
+
+def test_sasl_live_read_and_write(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> None:
+    plain = kafka_wire(tmp_path_factory.mktemp("spark-sasl"))
+    broker = SaslBroker(plain.name, plain.address, plain.data_dir, plain.log_path, persistent=True)
+    broker.start()
+    try:
+        user, password = USERS["PLAIN"]
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password})
+        for future in admin.create_topics([NewTopic("secured", 2, 1)]).values():
+            future.result(30)
+
+        def login(mechanism: str, who: str, secret: str) -> dict[str, str]:
+            module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+            return {"kafka.bootstrap.servers": broker.bootstrap, "kafka.security.protocol": "SASL_PLAINTEXT",
+                    "kafka.sasl.mechanism": mechanism,
+                    "kafka.sasl.jaas.config": f'org.apache.kafka.common.security.{module} required '
+                                              f'username="{who}" password="{secret}";'}
+
+        rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(40)]
+        spark.createDataFrame(rows, "key binary, value binary").write.format("kafka_wire").mode("append") \
+            .options(**login("SCRAM-SHA-512", *USERS["SCRAM-SHA-512"])).option("topic", "secured").save()
+        df = spark.read.format("kafka_wire").options(**login("SCRAM-SHA-256", *USERS["SCRAM-SHA-256"])) \
+            .option("subscribe", "secured").load()
+        assert sorted((bytes(r.key), bytes(r.value)) for r in df.collect()) == sorted(rows)
+        with pytest.raises(Exception) as refused:
+            spark.read.format("kafka_wire").options(**login("PLAIN", user, "wrong")).option("subscribe", "secured") \
+                .load().collect()
+        assert "uthentication failed" in _error_text(refused.value)
+    finally:
+        broker.close()
