@@ -175,6 +175,14 @@ class _Session:
         address = self.metadata.brokers[node]
         return address, await self.client(address)
 
+    async def leader_or_wait(self, tp: TopicPartition) -> tuple[tuple[str, int], KafkaClient] | None:
+        """:meth:`leader`, or None once a retry's wait is over when no leader is known yet."""
+        try:
+            return await self.leader(tp)
+        except _Retry as e:
+            await self.retry_wait(str(e))
+            return None
+
     async def retry_wait(self, why: str) -> None:
         if time.monotonic() > self.deadline:
             raise KafkaCallError(f"gave up retrying: {why}")
@@ -313,11 +321,10 @@ async def _fetch_range(
     offset = start
     await session.refresh([tp.topic])
     while offset < end:
-        try:
-            address, client = await session.leader(tp)
-        except _Retry as e:
-            await session.retry_wait(str(e))
+        found = await session.leader_or_wait(tp)
+        if found is None:
             continue
+        address, client = found
         request = FetchRequest(
             replica_id=-1,
             max_wait_ms=500,
@@ -486,11 +493,10 @@ async def _produce(
     for tp, items in batches.items():
         for raw in items:
             while True:
-                try:
-                    _address, client = await session.leader(tp)
-                except _Retry as e:
-                    await session.retry_wait(str(e))
+                found = await session.leader_or_wait(tp)
+                if found is None:
                     continue
+                client = found[1]
                 request = ProduceRequest(
                     acks=acks,
                     timeout_ms=30_000,
