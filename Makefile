@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen check-generated bench clean
+.PHONY: run test install lint typecheck regen check-generated bench clean compile test-pure
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -46,5 +46,16 @@ bench: $(STAMP)
 	$(PY) bench/bench_records.py
 	$(PY) bench/bench_spark.py --records 1000000
 
+# The compiled flavour (docs/compiled.md): mypyc builds the modules listed in setup.py next to
+# their sources (about 15 s for the records loops), then the guard checks the generated C.
+compile: $(STAMP)
+	KAFKA_WIRE_COMPILE=1 $(PY) setup.py -q build_ext --inplace
+	$(PY) tools/check_mypyc_c.py
+
+# The test suite with compiled extensions ignored (what `make test` runs when none are built).
+test-pure: $(STAMP)
+	KAFKA_WIRE_PURE=1 $(PY) -bb -m pytest -q -p no:cacheprovider
+
 clean:
 	rm -rf $(VENV) build *.egg-info
+	find kafka_wire -name '*.so' -delete

@@ -13,13 +13,17 @@ when the input ends inside a field or a header key is not UTF-8; the caller (``b
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Sequence
+from importlib.util import find_spec
+from types import ModuleType
 from typing import Any, Final, Protocol
 from zlib import crc32
 
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError, ValueOutOfRangeError
 from kafka_wire.records.record import EMPTY_HEADERS, B, Record
+from kafka_wire.records.record import record_fields as record_fields
 
 _new_object: Final[Callable[..., Any]] = object.__new__
 
@@ -183,7 +187,7 @@ def decode_headers(
     return tuple(headers), pos
 
 
-def decode_records_v2(
+def _decode_records_v2_py(
     data: B,
     pos: int,
     end: int,
@@ -382,26 +386,7 @@ def header_key_bytes(key: object) -> bytes:
     return varint_bytes(len(raw)) + raw
 
 
-def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
-    """``(key, value, headers, timestamp)`` of a record given as a tuple or an object."""
-    if type(r) is tuple:
-        n = len(r)
-        if n == 4:
-            return r
-        if n == 2:
-            return r[0], r[1], (), None
-        if n == 3:
-            return r[0], r[1], r[2], None
-        raise EncodeError(f"a record tuple has 2-4 items (key, value, headers, timestamp), not {n}")
-    try:
-        key = r.key  # type: ignore[attr-defined]  # duck-typed record objects
-        value = r.value  # type: ignore[attr-defined]  # duck-typed record objects
-    except AttributeError:
-        raise EncodeError(f"a record must be a tuple or have key and value, not {type(r).__name__}") from None
-    return key, value, getattr(r, "headers", ()) or (), getattr(r, "timestamp", None)
-
-
-def encode_records_v2(
+def _encode_records_v2_py(
     out: bytearray,
     records: Sequence[object],
     base_timestamp: int,
@@ -655,3 +640,75 @@ def encode_legacy_message(
         raise ValueOutOfRangeError("legacy message larger than 2 GiB")
     out += _OFFSET_SIZE_CRC.pack(offset, len(body) + 4, crc32(body))
     out += body
+
+
+# ------------------------------------------------------------------------------------------------
+# flavour selection: the mypyc-compiled twin of the v2 loops, when it was built
+# ------------------------------------------------------------------------------------------------
+
+
+def _load_native() -> ModuleType | None:
+    """``_hot_native`` if it is a compiled extension (and ``KAFKA_WIRE_PURE`` is not set)."""
+    if os.environ.get("KAFKA_WIRE_PURE"):
+        return None
+    spec = find_spec("kafka_wire.records._hot_native")
+    if spec is None or spec.origin is None or spec.origin.endswith(".py"):
+        return None
+    try:
+        from kafka_wire.records import _hot_native
+    except ImportError:  # built for another interpreter, or librt missing: stay pure
+        return None
+    return _hot_native
+
+
+NATIVE: ModuleType | None = _load_native()
+"""The compiled flavour in use, or ``None`` (pure Python). Tests swap it to compare the two."""
+
+
+def decode_records_v2(
+    data: B,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    text: Callable[[B], str],
+    keys: KeyCache,
+) -> tuple[list[Record[B]], int]:
+    """Decode ``count`` v2 records from ``data[pos:end]``: ``(records, position after the last)``.
+
+    Each record must use exactly the bytes its length varint declares. The record timestamp is
+    ``log_append_time`` when that is not ``None`` (LogAppendTime batches), otherwise
+    ``base_timestamp + timestampDelta``. ``text`` turns a header key slice into ``str``
+    (:func:`text_of_bytes` or :func:`text_of_view`) and ``keys`` remembers the results (a fresh
+    dict for ``bytes``; :data:`NO_KEY_CACHE` for views, whose slices may not be hashable).
+    Runs the compiled loop for ``bytes`` input with a dict cache when it is built.
+    """
+    native = NATIVE
+    if native is not None and type(data) is bytes and type(keys) is dict:
+        result: tuple[list[Record[B]], int] = native.decode_records_v2(
+            data, pos, end, count, base_offset, base_timestamp, log_append_time, keys
+        )
+        return result
+    return _decode_records_v2_py(data, pos, end, count, base_offset, base_timestamp, log_append_time, text, keys)
+
+
+def encode_records_v2(
+    out: bytearray,
+    records: Sequence[object],
+    base_timestamp: int,
+    default_timestamp: int,
+    offset_deltas: Sequence[int] | None,
+) -> tuple[int, int]:
+    """Append records to ``out`` as the body of a v2 batch: ``(min_timestamp, max_timestamp)``.
+
+    See :func:`_encode_records_v2_py`; runs the compiled loop when it is built.
+    """
+    native = NATIVE
+    if native is not None:
+        result: tuple[int, int] = native.encode_records_v2(
+            out, records, base_timestamp, default_timestamp, offset_deltas
+        )
+        return result
+    return _encode_records_v2_py(out, records, base_timestamp, default_timestamp, offset_deltas)

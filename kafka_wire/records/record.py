@@ -9,7 +9,9 @@ fields are equal, and unpack as ``offset, timestamp, key, value, headers``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from kafka_wire.errors import EncodeError
 
 BufferLike = bytes | bytearray | memoryview
 """What the readers accept (``bytes`` is fastest; others are read through a memoryview)."""
@@ -84,3 +86,22 @@ class NewRecord(NamedTuple):
 
 
 EMPTY_HEADERS: tuple[()] = ()
+
+
+def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
+    """``(key, value, headers, timestamp)`` of a record given as a tuple or an object."""
+    if type(r) is tuple:
+        n = len(r)
+        if n == 4:
+            return r
+        if n == 2:
+            return r[0], r[1], (), None
+        if n == 3:
+            return r[0], r[1], r[2], None
+        raise EncodeError(f"a record tuple has 2-4 items (key, value, headers, timestamp), not {n}")
+    try:
+        key = r.key  # type: ignore[attr-defined]  # duck-typed record objects
+        value = r.value  # type: ignore[attr-defined]  # duck-typed record objects
+    except AttributeError:
+        raise EncodeError(f"a record must be a tuple or have key and value, not {type(r).__name__}") from None
+    return key, value, getattr(r, "headers", ()) or (), getattr(r, "timestamp", None)
