@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen check-generated bench clean compile test-pure
+.PHONY: run test install lint typecheck regen check-generated bench clean compile test-pure test-compiled
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -20,21 +20,42 @@ $(STAMP): pyproject.toml package.json package-lock.json
 
 install: $(STAMP)
 
+# The compiled flavour (docs/compiled.md): when a C compiler is present, mypyc compiles the modules
+# listed in setup.py next to their sources (minutes, on every core; see the README for the time),
+# then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
+# package stays pure Python. Rebuilt when the compiled sources change.
+COMPILED_STAMP := build/.compiled
+COMPILED_SOURCES := setup.py $(wildcard kafka_wire/records/*.py kafka_wire/messages_native/*.py kafka_wire/codec/*.py)
+$(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
+	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
+		echo "compiling the mypyc flavour (see README: minutes)"; \
+		start=$$(date +%s); \
+		KAFKA_WIRE_COMPILE=1 $(PY) setup.py -q build_ext --inplace >build.log 2>&1 || { tail -50 build.log; exit 1; }; \
+		echo "compiled in $$(( $$(date +%s) - start )) s"; \
+		$(PY) tools/check_mypyc_c.py; \
+	else \
+		echo "no C compiler: the pure-Python flavour only"; \
+	fi
+	mkdir -p build && touch $(COMPILED_STAMP)
+
+compile: $(COMPILED_STAMP)
+
 # Bytecode is compiled up front (``compileall`` skips what is current): an editable install does
 # not, and with PYTHONDONTWRITEBYTECODE set the 97k generated lines would be compiled at every start.
 # The main job: a Kafka broker on 127.0.0.1:9092 with its data in ./data (Ctrl-C stops it).
-run: $(STAMP)
+run: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
-# The whole test suite: generated code up to date, lint, types, tests.
-test: $(STAMP)
+# The whole test suite: generated code up to date, lint, types, then pytest against both flavours
+# at once (compiled and pure Python; tools/test_flavours.py).
+test: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -bb -m pytest -q -p no:cacheprovider
+	$(PY) tools/test_flavours.py
 
 regen: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer
@@ -46,16 +67,13 @@ bench: $(STAMP)
 	$(PY) bench/bench_records.py
 	$(PY) bench/bench_spark.py --records 1000000
 
-# The compiled flavour (docs/compiled.md): mypyc builds the modules listed in setup.py next to
-# their sources (about 15 s for the records loops), then the guard checks the generated C.
-compile: $(STAMP)
-	KAFKA_WIRE_COMPILE=1 $(PY) setup.py -q build_ext --inplace
-	$(PY) tools/check_mypyc_c.py
-
-# The test suite with compiled extensions ignored (what `make test` runs when none are built).
+# The test suite in one flavour: compiled extensions ignored / required.
 test-pure: $(STAMP)
-	KAFKA_WIRE_PURE=1 $(PY) -bb -m pytest -q -p no:cacheprovider
+	KAFKA_WIRE_PURE=1 KAFKA_WIRE_EXPECT_FLAVOUR=pure $(PY) -bb -m pytest -q -p no:cacheprovider
+
+test-compiled: $(STAMP) $(COMPILED_STAMP)
+	KAFKA_WIRE_EXPECT_FLAVOUR=compiled $(PY) -bb -m pytest -q -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build build.log *.egg-info
 	find kafka_wire -name '*.so' -delete

@@ -1,0 +1,69 @@
+"""Run the whole test suite against both flavours at once: compiled (mypyc) and pure Python.
+
+``make test`` calls this after lint and type checks. When the compiled extensions are built
+(``make compile``; the Makefile builds them whenever a C compiler is present), two pytest
+processes run side by side, one with the extensions and one with ``KAFKA_WIRE_PURE=1``; their
+lines are printed as they come, each prefixed with its flavour, and the exit status is non-zero
+if either fails. ``KAFKA_WIRE_EXPECT_FLAVOUR`` tells ``tests/test_flavour.py`` which flavour each
+run must find, so a build that silently fell back to pure Python fails the compiled run. Without
+the extensions only the pure run happens, and the script says so.
+
+Most of the suite waits on brokers, clients and Spark, so the two runs overlap well on two cores.
+Extra arguments are passed to both pytest runs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTEST = [sys.executable, "-bb", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
+def compiled_extensions() -> list[Path]:
+    return sorted(p for p in (ROOT / "kafka_wire").rglob("*.so"))
+
+
+def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> None:
+    assert stream.stdout is not None
+    for line in stream.stdout:
+        with lock:
+            sys.stdout.write(f"[{name}] {line}")
+            sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    flavours = ["compiled", "pure"] if compiled_extensions() else ["pure"]
+    if flavours == ["pure"]:
+        print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
+    lock = threading.Lock()
+    runs: dict[str, subprocess.Popen[str]] = {}
+    pumps = []
+    started = time.monotonic()
+    for flavour in flavours:
+        env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=flavour)
+        env.pop("KAFKA_WIRE_PURE", None)
+        if flavour == "pure":
+            env["KAFKA_WIRE_PURE"] = "1"
+        runs[flavour] = subprocess.Popen(
+            [*PYTEST, *argv], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        pump = threading.Thread(target=_pump, args=(flavour, runs[flavour], lock), daemon=True)
+        pump.start()
+        pumps.append(pump)
+    codes = {flavour: run.wait() for flavour, run in runs.items()}
+    for pump in pumps:
+        pump.join()
+    elapsed = time.monotonic() - started
+    summary = ", ".join(f"{flavour}: {'passed' if code == 0 else f'FAILED (exit {code})'}" for flavour, code in codes.items())
+    print(f"test_flavours: {summary} in {elapsed:.0f} s")
+    return 0 if all(code == 0 for code in codes.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
