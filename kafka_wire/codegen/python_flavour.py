@@ -222,7 +222,7 @@ class ModuleEmitter:
                 w.line(f"pos += {size}")
                 for c, t in run:
                     if c == "16s":
-                        w.line(f"o.{t[2:-4]} = UUID(bytes={t})")
+                        w.line(f"o.{t[2:-4]} = {_uuid_expr(t)}")
                 run.clear()
 
             for f in s.fields:
@@ -331,7 +331,8 @@ class ModuleEmitter:
                 w.line(f"raise _truncated('{f.name}')")
             c = STRUCT_CHARS[ek]
             table = self.array_table(c, counted=False)
-            w.line(f"{target} = list(({table}[n] if n < {SMALL_ARRAY} else _Struct(f'>{{n}}{c}')).unpack_from(buf, pos))")
+            # [*t] builds the list straight from the tuple, without a call to list().
+            w.line(f"{target} = [*({table}[n] if n < {SMALL_ARRAY} else _Struct(f'>{{n}}{c}')).unpack_from(buf, pos)]")
             w.line(f"pos += n * {size}")
             return
         with w.block("if n > blen - pos:"):
@@ -343,7 +344,8 @@ class ModuleEmitter:
                 w.line("end = pos + 16")
                 with w.block("if end > blen:"):
                     w.line(f"raise _truncated('{f.name}')")
-                w.line(f"app_{p}(UUID(bytes=buf[pos:end]))")
+                w.line("raw = buf[pos:end]")
+                w.line(f"app_{p}({_uuid_expr('raw')})")
                 w.line("pos = end")
             elif ek in ("string", "bytes"):
                 self.read_length(w, flexible, ek, "n2")
@@ -395,7 +397,7 @@ class ModuleEmitter:
                             const = self.struct_const(">" + c)
                             if c == "16s":
                                 w.line(f"raw, = {const}.unpack_from(buf, pos)")
-                                w.line(f"{target} = UUID(bytes=raw)")
+                                w.line(f"{target} = {_uuid_expr('raw')}")
                             else:
                                 w.line(f"{target}, = {const}.unpack_from(buf, pos)")
                             w.line(f"pos += {_char_size(c)}")
@@ -670,11 +672,12 @@ class ModuleEmitter:
         head.line()
         head.line(
             "from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, ZERO_UUID, "
-            "FieldSpec, Message, Struct, TaggedFields"
+            "ZERO_UUID_BYTES, FieldSpec, Message, Struct, TaggedFields"
         )
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
+        head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
         head.line("from kafka_wire.codec.runtime import write_uvarint as _write_uvarint")
         head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
@@ -687,6 +690,11 @@ class ModuleEmitter:
             head.line(f"{name} = {table}")
         text = head.text() + self.body.text() + "\n" + self.tables.text()
         return _tidy_imports(text)
+
+
+def _uuid_expr(raw: str) -> str:
+    """The UUID of the 16 bytes in local ``raw``: the shared zero UUID (the usual value) or a new one."""
+    return f"ZERO_UUID if {raw} == ZERO_UUID_BYTES else _uuid_from_bytes({raw})"
 
 
 def _char_size(c: str) -> int:

@@ -161,7 +161,7 @@ def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: int) -> tuple[Add
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -217,7 +217,7 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: int) -> tuple[Add
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -196,7 +206,7 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
     else:
         if n * 4 > blen - pos:
             raise _truncated('NewIsr')
-        o.new_isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.new_isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -263,7 +273,7 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
     else:
         if n * 4 > blen - pos:
             raise _truncated('NewIsr')
-        o.new_isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.new_isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -566,7 +576,7 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
     o.topic_name = ''
     u_topic_id_raw, = _S4.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -631,7 +641,7 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[Alt
     o.topic_name = ''
     u_topic_id_raw, = _S4.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -959,7 +969,7 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1021,7 +1031,7 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -1253,7 +1263,7 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
     o.topic_name = ''
     u_topic_id_raw, = _S4.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -125,7 +125,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

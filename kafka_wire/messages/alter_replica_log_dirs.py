@@ -130,7 +130,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -186,7 +186,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -145,7 +146,8 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeart
                         end = pos + 16
                         if end > blen:
                             raise _truncated('OfflineLogDirs')
-                        app_offline_log_dirs(UUID(bytes=buf[pos:end]))
+                        raw = buf[pos:end]
+                        app_offline_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
                         pos = end
                     o.offline_log_dirs = lst_offline_log_dirs
             elif tag in (1,):
@@ -222,7 +224,8 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                         end = pos + 16
                         if end > blen:
                             raise _truncated('OfflineLogDirs')
-                        app_offline_log_dirs(UUID(bytes=buf[pos:end]))
+                        raw = buf[pos:end]
+                        app_offline_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
                         pos = end
                     o.offline_log_dirs = lst_offline_log_dirs
             elif tag == 1:
@@ -243,7 +246,8 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                         end = pos + 16
                         if end > blen:
                             raise _truncated('CordonedLogDirs')
-                        app_cordoned_log_dirs(UUID(bytes=buf[pos:end]))
+                        raw = buf[pos:end]
+                        app_cordoned_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
                         pos = end
                     o.cordoned_log_dirs = lst_cordoned_log_dirs
             else:

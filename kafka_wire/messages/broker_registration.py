@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -283,7 +292,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -440,7 +449,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -597,7 +606,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -667,7 +676,8 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
             end = pos + 16
             if end > blen:
                 raise _truncated('LogDirs')
-            app_log_dirs(UUID(bytes=buf[pos:end]))
+            raw = buf[pos:end]
+            app_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
             pos = end
         o.log_dirs = lst_log_dirs
     n = buf[pos]
@@ -784,7 +794,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -854,7 +864,8 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
             end = pos + 16
             if end > blen:
                 raise _truncated('LogDirs')
-            app_log_dirs(UUID(bytes=buf[pos:end]))
+            raw = buf[pos:end]
+            app_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
             pos = end
         o.log_dirs = lst_log_dirs
     o.previous_broker_epoch, = _S5.unpack_from(buf, pos)

@@ -111,7 +111,7 @@ def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.broker_ids = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -142,7 +142,7 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.broker_ids = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

@@ -18,6 +18,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -26,6 +27,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -165,7 +167,7 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: in
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.broker_ids = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -199,7 +201,7 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: in
     else:
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.broker_ids = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1067,7 +1069,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
         pos = end
     u_topic_id_raw, o.error_code = _S8.unpack_from(buf, pos)
     pos += 18
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

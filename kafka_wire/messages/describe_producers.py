@@ -138,7 +138,7 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: int) -> tup
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

@@ -11,10 +11,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -155,7 +165,7 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tu
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -509,7 +519,7 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
         pos = end
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -602,7 +612,7 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
         pos = end
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

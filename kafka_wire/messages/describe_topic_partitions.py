@@ -11,10 +11,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -352,7 +362,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replica_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -365,7 +375,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -378,7 +388,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('EligibleLeaderReplicas')
-        o.eligible_leader_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.eligible_leader_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -391,7 +401,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('LastKnownElr')
-        o.last_known_elr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.last_known_elr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -404,7 +414,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -514,7 +524,7 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int) -> tup
         pos = end
     u_topic_id_raw, o.is_internal = _S4.unpack_from(buf, pos)
     pos += 17
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -173,7 +175,7 @@ def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: int) -> tuple[E
     blen = len(buf)
     o.candidate_id, u_candidate_directory_id_raw = _S0.unpack_from(buf, pos)
     pos += 20
-    o.candidate_directory_id = UUID(bytes=u_candidate_directory_id_raw)
+    o.candidate_directory_id = ZERO_UUID if u_candidate_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_candidate_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -215,7 +217,7 @@ def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
     else:
         if n * 4 > blen - pos:
             raise _truncated('PreferredSuccessors')
-        o.preferred_successors = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.preferred_successors = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos

@@ -18,6 +18,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -26,6 +27,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -441,7 +443,7 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: int) -> tuple[FetchReques
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
-                o.replica_directory_id = UUID(bytes=raw)
+                o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
             elif tag in (1,):
                 raise _invalid(f'tag {tag} is not valid in version 17')
@@ -489,7 +491,7 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: int) -> tuple[FetchReques
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
-                o.replica_directory_id = UUID(bytes=raw)
+                o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
             elif tag == 1:
                 o.high_watermark, = _S6.unpack_from(buf, pos)
@@ -779,7 +781,7 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -844,7 +846,7 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -909,7 +911,7 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -991,7 +993,7 @@ def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: int) -> tuple[FetchRe
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1048,7 +1050,7 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchR
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1109,7 +1111,7 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1121,7 +1123,7 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -3162,7 +3164,7 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tup
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -278,7 +287,7 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: int) -> tu
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S3.unpack_from(buf, pos)
-                o.replica_directory_id = UUID(bytes=raw)
+                o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
             else:
                 end = pos + size

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -68,7 +77,7 @@ def _decode_GetTelemetrySubscriptionsRequest_v0(buf: bytes, pos: int) -> tuple[G
     blen = len(buf)
     u_client_instance_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.client_instance_id = UUID(bytes=u_client_instance_id_raw)
+    o.client_instance_id = ZERO_UUID if u_client_instance_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_client_instance_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -104,7 +113,7 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
     blen = len(buf)
     o.throttle_time_ms, o.error_code, u_client_instance_id_raw, o.subscription_id = _S1.unpack_from(buf, pos)
     pos += 26
-    o.client_instance_id = UUID(bytes=u_client_instance_id_raw)
+    o.client_instance_id = ZERO_UUID if u_client_instance_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_client_instance_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -116,7 +125,7 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 1 > blen - pos:
             raise _truncated('AcceptedCompressionTypes')
-        o.accepted_compression_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        o.accepted_compression_types = [*(_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos)]
         pos += n * 1
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9

@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -199,7 +201,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -208,7 +210,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -269,7 +271,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -278,7 +280,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -331,7 +333,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -340,7 +342,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -382,7 +384,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -391,7 +393,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -400,7 +402,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.adding_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -409,7 +411,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.removing_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -469,7 +471,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -484,7 +486,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -497,7 +499,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.adding_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -510,7 +512,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.removing_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -609,7 +611,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -624,7 +626,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -637,7 +639,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.adding_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -650,7 +652,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.removing_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, o.leader_recovery_state = _S6.unpack_from(buf, pos)
     pos += 2
@@ -949,7 +951,7 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
         pos = end
     u_topic_id_raw, = _S7.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1042,7 +1044,7 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
         pos = end
     u_topic_id_raw, = _S7.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1997,7 +1999,7 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
     blen = len(buf)
     u_topic_id_raw, = _S7.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -110,7 +110,7 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListCon
     else:
         if n * 1 > blen - pos:
             raise _truncated('ResourceTypes')
-        o.resource_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        o.resource_types = [*(_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos)]
         pos += n * 1
     n = buf[pos]
     if n < 0x80:

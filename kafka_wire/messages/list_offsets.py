@@ -755,7 +755,7 @@ def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: int) -> tup
     else:
         if n * 8 > blen - pos:
             raise _truncated('OldStyleOffsets')
-        o.old_style_offsets = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        o.old_style_offsets = [*(_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos)]
         pos += n * 8
     o.unknown_tagged_fields = ()
     return o, pos

@@ -123,7 +123,7 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> 
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -257,7 +257,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -270,7 +270,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     else:
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.adding_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -283,7 +283,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     else:
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.removing_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

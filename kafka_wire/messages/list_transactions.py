@@ -117,7 +117,7 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        o.producer_id_filters = [*(_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos)]
         pos += n * 8
     n = buf[pos]
     if n < 0x80:
@@ -227,7 +227,7 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        o.producer_id_filters = [*(_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos)]
         pos += n * 8
     o.duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
@@ -337,7 +337,7 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
     else:
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        o.producer_id_filters = [*(_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos)]
         pos += n * 8
     o.duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8

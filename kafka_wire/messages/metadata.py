@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -257,7 +259,7 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRequ
     blen = len(buf)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -869,7 +871,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replica_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -878,7 +880,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -913,7 +915,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replica_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -922,7 +924,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -931,7 +933,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -971,7 +973,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replica_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -980,7 +982,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -989,7 +991,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1035,7 +1037,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replica_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1048,7 +1050,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr_nodes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1061,7 +1063,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1543,7 +1545,7 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
         pos = end
     u_topic_id_raw, o.is_internal = _S12.unpack_from(buf, pos)
     pos += 17
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1642,7 +1644,7 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
         pos = end
     u_topic_id_raw, o.is_internal = _S12.unpack_from(buf, pos)
     pos += 17
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

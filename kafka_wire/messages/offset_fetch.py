@@ -18,6 +18,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -26,6 +27,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -226,7 +228,7 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFet
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -287,7 +289,7 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFe
     o.name = ''
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -299,7 +301,7 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFe
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -697,7 +699,7 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetc
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -753,7 +755,7 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetc
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1486,7 +1488,7 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
     o.name = ''
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

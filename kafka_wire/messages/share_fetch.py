@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -235,7 +245,7 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tu
     else:
         if n * 1 > blen - pos:
             raise _truncated('AcknowledgeTypes')
-        o.acknowledge_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        o.acknowledge_types = [*(_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos)]
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -412,7 +422,7 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareF
     blen = len(buf)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -476,7 +486,7 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareF
     blen = len(buf)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -540,7 +550,7 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
     blen = len(buf)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -552,7 +562,7 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1435,7 +1445,7 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: in
     blen = len(buf)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1499,7 +1509,7 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: in
     blen = len(buf)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

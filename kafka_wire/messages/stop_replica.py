@@ -288,7 +288,7 @@ def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: int) -> tuple[StopRepl
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -344,7 +344,7 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopRepl
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

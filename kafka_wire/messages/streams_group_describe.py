@@ -1085,7 +1085,7 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

@@ -489,7 +489,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     else:
         if n * 2 > blen - pos:
             raise _truncated('SourceTopics')
-        o.source_topics = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
+        o.source_topics = [*(_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos)]
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -502,7 +502,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     else:
         if n * 2 > blen - pos:
             raise _truncated('SourceTopicRegex')
-        o.source_topic_regex = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
+        o.source_topic_regex = [*(_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos)]
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -515,7 +515,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     else:
         if n * 2 > blen - pos:
             raise _truncated('RepartitionSourceTopics')
-        o.repartition_source_topics = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
+        o.repartition_source_topics = [*(_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos)]
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -964,7 +964,7 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1617,7 +1617,7 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tup
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1766,7 +1766,7 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int)
     else:
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partitions = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -463,7 +472,7 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
     o.name = ''
     u_topic_id_raw, = _S6.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1247,7 +1256,7 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
     o.name = ''
     u_topic_id_raw, = _S6.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

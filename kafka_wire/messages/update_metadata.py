@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -177,7 +179,7 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.zk_version, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -186,7 +188,7 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -242,7 +244,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.zk_version, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -251,7 +253,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -260,7 +262,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -311,7 +313,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.zk_version, n = _S2.unpack_from(buf, pos)
     pos += 8
@@ -320,7 +322,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -329,7 +331,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -377,7 +379,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.isr = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.zk_version, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -392,7 +394,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -405,7 +407,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     else:
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.offline_replicas = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -636,7 +638,7 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
         pos = end
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -152,7 +152,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: int
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -208,7 +208,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: int
     else:
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        o.partition_indexes = [*(_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
