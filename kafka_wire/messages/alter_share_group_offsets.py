@@ -116,8 +116,8 @@ class AlterShareGroupOffsetsResponse(Message):
 
 
 def _decode_AlterShareGroupOffsetsRequestPartition_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsRequestPartition, int]:
-    o = _new(AlterShareGroupOffsetsRequestPartition)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsRequestPartition)
     o.partition_index, o.start_offset = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -151,8 +151,8 @@ def _encode_AlterShareGroupOffsetsRequestPartition_v0(o: AlterShareGroupOffsetsR
 
 
 def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsRequestTopic, int]:
-    o = _new(AlterShareGroupOffsetsRequestTopic)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -183,8 +183,29 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
         lst_partitions: list[AlterShareGroupOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterShareGroupOffsetsRequestPartition)
+            e_partitions.partition_index, e_partitions.start_offset = _S0.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -232,7 +253,11 @@ def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsReque
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterShareGroupOffsetsRequestPartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.start_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -240,8 +265,8 @@ def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsReque
 
 
 def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsRequest, int]:
-    o = _new(AlterShareGroupOffsetsRequest)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -329,8 +354,8 @@ def _encode_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, o
 
 
 def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponsePartition, int]:
-    o = _new(AlterShareGroupOffsetsResponsePartition)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsResponsePartition)
     o.partition_index, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -393,8 +418,8 @@ def _encode_AlterShareGroupOffsetsResponsePartition_v0(o: AlterShareGroupOffsets
 
 
 def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponseTopic, int]:
-    o = _new(AlterShareGroupOffsetsResponseTopic)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -428,8 +453,45 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
         lst_partitions: list[AlterShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterShareGroupOffsetsResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S1.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -478,7 +540,24 @@ def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResp
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterShareGroupOffsetsResponsePartition_v0(e_partitions, out)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.error_code)
+            x_error_message = e_partitions.error_message
+            if x_error_message is None:
+                out.append(0)
+            else:
+                b_error_message = x_error_message.encode()
+                if len(b_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -486,8 +565,8 @@ def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResp
 
 
 def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponse, int]:
-    o = _new(AlterShareGroupOffsetsResponse)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -67,8 +67,8 @@ class BrokerHeartbeatResponse(Message):
 
 
 def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    o = _new(BrokerHeartbeatRequest)
     blen = len(buf)
+    o = _new(BrokerHeartbeatRequest)
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = _S0.unpack_from(buf, pos)
@@ -110,8 +110,8 @@ def _encode_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, out: bytearray)
 
 
 def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    o = _new(BrokerHeartbeatRequest)
     blen = len(buf)
+    o = _new(BrokerHeartbeatRequest)
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = _S0.unpack_from(buf, pos)
@@ -188,8 +188,8 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, out: bytearray)
 
 
 def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    o = _new(BrokerHeartbeatRequest)
     blen = len(buf)
+    o = _new(BrokerHeartbeatRequest)
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = _S0.unpack_from(buf, pos)
@@ -298,8 +298,8 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, out: bytearray)
 
 
 def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
-    o = _new(BrokerHeartbeatResponse)
     blen = len(buf)
+    o = _new(BrokerHeartbeatResponse)
     o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down = _S1.unpack_from(buf, pos)
     pos += 9
     n = buf[pos]

@@ -110,8 +110,8 @@ class BrokerRegistrationResponse(Message):
 
 
 def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequestListener, int]:
-    o = _new(BrokerRegistrationRequestListener)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequestListener)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -203,8 +203,8 @@ def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestLis
 
 
 def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequestFeature, int]:
-    o = _new(BrokerRegistrationRequestFeature)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequestFeature)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -267,8 +267,8 @@ def _encode_BrokerRegistrationRequestFeature_v0(o: BrokerRegistrationRequestFeat
 
 
 def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.is_migrating_zk_broker = False
     o.log_dirs = []
     o.previous_broker_epoch = -1
@@ -307,8 +307,61 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -324,8 +377,45 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -393,7 +483,37 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_name = e_listeners.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            x_host = e_listeners.host
+            if x_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_host = x_host.encode()
+                if len(b_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
@@ -404,7 +524,24 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_name = e_features.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -425,8 +562,8 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.log_dirs = []
     o.previous_broker_epoch = -1
     o.broker_id, = _S2.unpack_from(buf, pos)
@@ -464,8 +601,61 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -481,8 +671,45 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -550,7 +777,37 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_name = e_listeners.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            x_host = e_listeners.host
+            if x_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_host = x_host.encode()
+                if len(b_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=1)
@@ -561,7 +818,24 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_name = e_features.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -583,8 +857,8 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.previous_broker_epoch = -1
     o.broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -621,8 +895,61 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -638,8 +965,45 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -728,7 +1092,37 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_name = e_listeners.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            x_host = e_listeners.host
+            if x_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_host = x_host.encode()
+                if len(b_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=2)
@@ -739,7 +1133,24 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_name = e_features.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -772,8 +1183,8 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -809,8 +1220,61 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -826,8 +1290,45 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -918,7 +1419,37 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_name = e_listeners.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=3)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            x_host = e_listeners.host
+            if x_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
+            else:
+                b_host = x_host.encode()
+                if len(b_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=3)
+                m = len(b_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=3)
@@ -929,7 +1460,24 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_name = e_features.name
+            if x_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+            else:
+                b_name = x_name.encode()
+                if len(b_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=3)
+                m = len(b_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -963,8 +1511,8 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationResponse, int]:
-    o = _new(BrokerRegistrationResponse)
     blen = len(buf)
+    o = _new(BrokerRegistrationResponse)
     o.throttle_time_ms, o.error_code, o.broker_epoch = _S6.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]

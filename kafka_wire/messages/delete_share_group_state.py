@@ -106,8 +106,8 @@ class DeleteShareGroupStateResponse(Message):
 
 
 def _decode_DeleteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateRequestPartitionData, int]:
-    o = _new(DeleteShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateRequestPartitionData)
     o.partition, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -141,8 +141,8 @@ def _encode_DeleteShareGroupStateRequestPartitionData_v0(o: DeleteShareGroupStat
 
 
 def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateRequestDeleteStateData, int]:
-    o = _new(DeleteShareGroupStateRequestDeleteStateData)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateRequestDeleteStateData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
     o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
@@ -160,8 +160,29 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
         lst_partitions: list[DeleteShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteShareGroupStateRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteShareGroupStateRequestPartitionData)
+            e_partitions.partition, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -197,7 +218,11 @@ def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupSt
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DeleteShareGroupStateRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -205,8 +230,8 @@ def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupSt
 
 
 def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateRequest, int]:
-    o = _new(DeleteShareGroupStateRequest)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -294,8 +319,8 @@ def _encode_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, out
 
 
 def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateResponsePartitionResult, int]:
-    o = _new(DeleteShareGroupStateResponsePartitionResult)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateResponsePartitionResult)
     o.partition, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -358,8 +383,8 @@ def _encode_DeleteShareGroupStateResponsePartitionResult_v0(o: DeleteShareGroupS
 
 
 def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateResponseDeleteStateResult, int]:
-    o = _new(DeleteShareGroupStateResponseDeleteStateResult)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateResponseDeleteStateResult)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
     o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
@@ -377,8 +402,45 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
         lst_partitions: list[DeleteShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteShareGroupStateResponsePartitionResult)
+            e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -414,7 +476,24 @@ def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGrou
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DeleteShareGroupStateResponsePartitionResult_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition, e_partitions.error_code)
+            x_error_message = e_partitions.error_message
+            if x_error_message is None:
+                out.append(0)
+            else:
+                b_error_message = x_error_message.encode()
+                if len(b_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -422,8 +501,8 @@ def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGrou
 
 
 def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateResponse, int]:
-    o = _new(DeleteShareGroupStateResponse)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -57,8 +57,8 @@ class PushTelemetryResponse(Message):
 
 
 def _decode_PushTelemetryRequest_v0(buf: bytes, pos: int) -> tuple[PushTelemetryRequest, int]:
-    o = _new(PushTelemetryRequest)
     blen = len(buf)
+    o = _new(PushTelemetryRequest)
     u_client_instance_id_raw, o.subscription_id, o.terminating, o.compression_type = _S0.unpack_from(buf, pos)
     pos += 22
     o.client_instance_id = ZERO_UUID if u_client_instance_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_client_instance_id_raw)
@@ -118,8 +118,8 @@ def _encode_PushTelemetryRequest_v0(o: PushTelemetryRequest, out: bytearray) -> 
 
 
 def _decode_PushTelemetryResponse_v0(buf: bytes, pos: int) -> tuple[PushTelemetryResponse, int]:
-    o = _new(PushTelemetryResponse)
     blen = len(buf)
+    o = _new(PushTelemetryResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -55,8 +55,8 @@ class RemoveRaftVoterResponse(Message):
 
 
 def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
-    o = _new(RemoveRaftVoterRequest)
     blen = len(buf)
+    o = _new(RemoveRaftVoterRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -120,8 +120,8 @@ def _encode_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, out: bytearray)
 
 
 def _decode_RemoveRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[RemoveRaftVoterResponse, int]:
-    o = _new(RemoveRaftVoterResponse)
     blen = len(buf)
+    o = _new(RemoveRaftVoterResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -136,8 +136,8 @@ class TxnOffsetCommitResponse(Message):
 
 
 def _decode_TxnOffsetCommitRequestPartition_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    o = _new(TxnOffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestPartition)
     o.committed_leader_epoch = -1
     o.partition_index, o.committed_offset, n = _S0.unpack_from(buf, pos)
     pos += 14
@@ -171,8 +171,8 @@ def _encode_TxnOffsetCommitRequestPartition_v0(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    o = _new(TxnOffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestPartition)
     o.partition_index, o.committed_offset, o.committed_leader_epoch, n = _S3.unpack_from(buf, pos)
     pos += 18
     if n < 0:
@@ -205,8 +205,8 @@ def _encode_TxnOffsetCommitRequestPartition_v2(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    o = _new(TxnOffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestPartition)
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -269,16 +269,14 @@ def _encode_TxnOffsetCommitRequestPartition_v3(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -294,8 +292,22 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.committed_leader_epoch = -1
+            e_partitions.partition_index, e_partitions.committed_offset, n = _S0.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -317,22 +329,31 @@ def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, out: 
     else:
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v0(e_partitions, out)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.committed_offset)
+            x_committed_metadata = e_partitions.committed_metadata
+            if x_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_committed_metadata = x_committed_metadata.encode()
+                if len(b_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
+                out += _S2.pack(len(b_committed_metadata))
+                out += b_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -348,8 +369,21 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S3.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -371,14 +405,25 @@ def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, out: 
     else:
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v2(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_committed_metadata = e_partitions.committed_metadata
+            if x_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_committed_metadata = x_committed_metadata.encode()
+                if len(b_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=2)
+                out += _S2.pack(len(b_committed_metadata))
+                out += b_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -410,8 +455,45 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -459,7 +541,24 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, out: 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v3(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_committed_metadata = e_partitions.committed_metadata
+            if x_committed_metadata is None:
+                out.append(0)
+            else:
+                b_committed_metadata = x_committed_metadata.encode()
+                if len(b_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=3)
+                m = len(b_committed_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -467,8 +566,8 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, out: 
 
 
 def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.name = ''
     u_topic_id_raw, = _S6.unpack_from(buf, pos)
     pos += 16
@@ -487,8 +586,45 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -524,7 +660,24 @@ def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, out: 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v3(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_committed_metadata = e_partitions.committed_metadata
+            if x_committed_metadata is None:
+                out.append(0)
+            else:
+                b_committed_metadata = x_committed_metadata.encode()
+                if len(b_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=6)
+                m = len(b_committed_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -532,30 +685,26 @@ def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, out: 
 
 
 def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -616,30 +765,26 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, out: bytearray)
 
 
 def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -700,8 +845,8 @@ def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, out: bytearray)
 
 
 def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -879,8 +1024,8 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, out: bytearray)
 
 
 def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1072,8 +1217,8 @@ def _encode_TxnOffsetCommitResponsePartition_v0(o: TxnOffsetCommitResponsePartit
 
 
 def _decode_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
-    o = _new(TxnOffsetCommitResponsePartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponsePartition)
     o.partition_index, o.error_code = _S9.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1107,16 +1252,14 @@ def _encode_TxnOffsetCommitResponsePartition_v3(o: TxnOffsetCommitResponsePartit
 
 
 def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    o = _new(TxnOffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1132,8 +1275,11 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[TxnOf
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1155,14 +1301,16 @@ def _encode_TxnOffsetCommitResponseTopic_v0(o: TxnOffsetCommitResponseTopic, out
     else:
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitResponsePartition_v0(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    o = _new(TxnOffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1194,8 +1342,29 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1243,7 +1412,11 @@ def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, out
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitResponsePartition_v3(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1251,8 +1424,8 @@ def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, out
 
 
 def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    o = _new(TxnOffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponseTopic)
     o.name = ''
     u_topic_id_raw, = _S6.unpack_from(buf, pos)
     pos += 16
@@ -1271,8 +1444,29 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1308,7 +1502,11 @@ def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, out
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitResponsePartition_v3(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1316,8 +1514,8 @@ def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, out
 
 
 def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    o = _new(TxnOffsetCommitResponse)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1349,8 +1547,8 @@ def _encode_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, out: bytearra
 
 
 def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    o = _new(TxnOffsetCommitResponse)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1412,8 +1610,8 @@ def _encode_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, out: bytearra
 
 
 def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    o = _new(TxnOffsetCommitResponse)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -134,8 +134,8 @@ class WriteShareGroupStateResponse(Message):
 
 
 def _decode_WriteShareGroupStateRequestStateBatch_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestStateBatch, int]:
-    o = _new(WriteShareGroupStateRequestStateBatch)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestStateBatch)
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S0.unpack_from(buf, pos)
     pos += 19
     n = buf[pos]
@@ -169,8 +169,8 @@ def _encode_WriteShareGroupStateRequestStateBatch_v0(o: WriteShareGroupStateRequ
 
 
 def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestPartitionData, int]:
-    o = _new(WriteShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestPartitionData)
     o.delivery_complete_count = -1
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S1.unpack_from(buf, pos)
     pos += 20
@@ -188,8 +188,29 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
         app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
-            app_state_batches(x_state_batches)
+            e_state_batches = _new(WriteShareGroupStateRequestStateBatch)
+            e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S0.unpack_from(buf, pos)
+            pos += 19
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_state_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_state_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_state_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_state_batches.unknown_tagged_fields = tuple(unknown_e_state_batches)
+            app_state_batches(e_state_batches)
         o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
@@ -225,7 +246,11 @@ def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateR
         else:
             _write_uvarint(out, m)
         for e_state_batches in x_state_batches:
-            _encode_WriteShareGroupStateRequestStateBatch_v0(e_state_batches, out)
+            out += _S0.pack(e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count)
+            if e_state_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_state_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -233,8 +258,8 @@ def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateR
 
 
 def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestPartitionData, int]:
-    o = _new(WriteShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestPartitionData)
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _S2.unpack_from(buf, pos)
     pos += 24
     n = buf[pos]
@@ -251,8 +276,29 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
         app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
-            app_state_batches(x_state_batches)
+            e_state_batches = _new(WriteShareGroupStateRequestStateBatch)
+            e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S0.unpack_from(buf, pos)
+            pos += 19
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_state_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_state_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_state_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_state_batches.unknown_tagged_fields = tuple(unknown_e_state_batches)
+            app_state_batches(e_state_batches)
         o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
@@ -288,7 +334,11 @@ def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateR
         else:
             _write_uvarint(out, m)
         for e_state_batches in x_state_batches:
-            _encode_WriteShareGroupStateRequestStateBatch_v0(e_state_batches, out)
+            out += _S0.pack(e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count)
+            if e_state_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_state_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -296,8 +346,8 @@ def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateR
 
 
 def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestWriteStateData, int]:
-    o = _new(WriteShareGroupStateRequestWriteStateData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestWriteStateData)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
     o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
@@ -360,8 +410,8 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v0(o: WriteShareGroupState
 
 
 def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestWriteStateData, int]:
-    o = _new(WriteShareGroupStateRequestWriteStateData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestWriteStateData)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
     o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
@@ -424,8 +474,8 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v1(o: WriteShareGroupState
 
 
 def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    o = _new(WriteShareGroupStateRequest)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -513,8 +563,8 @@ def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, out: 
 
 
 def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    o = _new(WriteShareGroupStateRequest)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -602,8 +652,8 @@ def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, out: 
 
 
 def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateResponsePartitionResult, int]:
-    o = _new(WriteShareGroupStateResponsePartitionResult)
     blen = len(buf)
+    o = _new(WriteShareGroupStateResponsePartitionResult)
     o.partition, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -666,8 +716,8 @@ def _encode_WriteShareGroupStateResponsePartitionResult_v0(o: WriteShareGroupSta
 
 
 def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateResponseWriteStateResult, int]:
-    o = _new(WriteShareGroupStateResponseWriteStateResult)
     blen = len(buf)
+    o = _new(WriteShareGroupStateResponseWriteStateResult)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
     o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
@@ -685,8 +735,45 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
         lst_partitions: list[WriteShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_WriteShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(WriteShareGroupStateResponsePartitionResult)
+            e_partitions.partition, e_partitions.error_code = _S4.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -722,7 +809,24 @@ def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupSt
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_WriteShareGroupStateResponsePartitionResult_v0(e_partitions, out)
+            out += _S4.pack(e_partitions.partition, e_partitions.error_code)
+            x_error_message = e_partitions.error_message
+            if x_error_message is None:
+                out.append(0)
+            else:
+                b_error_message = x_error_message.encode()
+                if len(b_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -730,8 +834,8 @@ def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupSt
 
 
 def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
-    o = _new(WriteShareGroupStateResponse)
     blen = len(buf)
+    o = _new(WriteShareGroupStateResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
