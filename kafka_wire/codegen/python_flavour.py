@@ -123,6 +123,9 @@ class ModuleEmitter:
         self.body = SourceWriter()
         self.tables = SourceWriter()
         self.tables_used: dict[str, str] = {}  # module constant -> runtime array-struct table
+        # Prepended to the names of an encoder's per-field locals (x_, b_, k_, e_) while an element
+        # is written inline, so that they cannot clash with the parent's locals of another type.
+        self.local_prefix = ""
 
     # ----------------------------------------------------------------- helpers
     def struct_const(self, fmt: str) -> str:
@@ -537,7 +540,7 @@ class ModuleEmitter:
     def write_value(self, w: SourceWriter, msg: Message, f: Field, v: int, value: str, flexible: bool,
                     out: str) -> None:  # fmt: skip
         kind = f.type.kind
-        p = f.py_name
+        p = self.local_prefix + f.py_name
         if kind in STRUCT_CHARS:
             c = STRUCT_CHARS[kind]
             packed = f"{value}.bytes" if c == "16s" else value
@@ -578,7 +581,7 @@ class ModuleEmitter:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
-        p = f.py_name
+        p = self.local_prefix + f.py_name
         if ek in STRUCT_CHARS and ek != "uuid":
             c = STRUCT_CHARS[ek]
             w.line(f"k_{p} = len(x_{p})")
@@ -612,7 +615,9 @@ class ModuleEmitter:
             fn = self.fn_ref(f.type.struct, v, encode=True)
             with w.block(f"for e_{p} in x_{p}:"):
                 if self.inlinable(msg, child, v):
+                    outer, self.local_prefix = self.local_prefix, f"{p}_"
                     self.encode_body(w, msg, child, v, f"e_{p}", out)
+                    self.local_prefix = outer
                 else:
                     w.line(f"{fn}(e_{p}, {out})")
         else:

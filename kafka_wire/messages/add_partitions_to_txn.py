@@ -412,30 +412,30 @@ def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequest
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=4)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partitions = e_topics.partitions
-            if x_partitions is None:
+                out += b_topics_name
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -519,21 +519,21 @@ def _encode_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, out: byte
     else:
         out += _S0.pack(len(x_v3_and_below_topics))
         for e_v3_and_below_topics in x_v3_and_below_topics:
-            x_name = e_v3_and_below_topics.name
-            if x_name is None:
+            x_v3_and_below_topics_name = e_v3_and_below_topics.name
+            if x_v3_and_below_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_v3_and_below_topics_name = x_v3_and_below_topics_name.encode()
+                if len(b_v3_and_below_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S1.pack(len(b_name))
-                out += b_name
-            x_partitions = e_v3_and_below_topics.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_v3_and_below_topics_name))
+                out += b_v3_and_below_topics_name
+            x_v3_and_below_topics_partitions = e_v3_and_below_topics.partitions
+            if x_v3_and_below_topics_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_v3_and_below_topics_partitions = len(x_v3_and_below_topics_partitions)
+                out += (_Ci32[k_v3_and_below_topics_partitions] if k_v3_and_below_topics_partitions < 64 else _Struct(f'>i{k_v3_and_below_topics_partitions}i')).pack(k_v3_and_below_topics_partitions, *x_v3_and_below_topics_partitions)
             if e_v3_and_below_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -679,30 +679,30 @@ def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_v3_and_below_topics in x_v3_and_below_topics:
-            x_name = e_v3_and_below_topics.name
-            if x_name is None:
+            x_v3_and_below_topics_name = e_v3_and_below_topics.name
+            if x_v3_and_below_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_v3_and_below_topics_name = x_v3_and_below_topics_name.encode()
+                if len(b_v3_and_below_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=3)
-                m = len(b_name) + 1
+                m = len(b_v3_and_below_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partitions = e_v3_and_below_topics.partitions
-            if x_partitions is None:
+                out += b_v3_and_below_topics_name
+            x_v3_and_below_topics_partitions = e_v3_and_below_topics.partitions
+            if x_v3_and_below_topics_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_v3_and_below_topics_partitions = len(x_v3_and_below_topics_partitions)
+                m = k_v3_and_below_topics_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_v3_and_below_topics_partitions] if k_v3_and_below_topics_partitions < 64 else _Struct(f'>{k_v3_and_below_topics_partitions}i')).pack(*x_v3_and_below_topics_partitions)
             if e_v3_and_below_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_v3_and_below_topics.unknown_tagged_fields, frozenset())
             else:

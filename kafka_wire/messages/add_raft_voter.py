@@ -319,32 +319,32 @@ def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            x_name = e_listeners.name
-            if x_name is None:
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_listeners_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_listeners.host
-            if x_host is None:
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                m = len(b_host) + 1
+                m = len(b_listeners_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_listeners_host
             out += _S0.pack(e_listeners.port)
             if e_listeners.unknown_tagged_fields:
                 _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
@@ -497,32 +497,32 @@ def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            x_name = e_listeners.name
-            if x_name is None:
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_listeners_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_listeners.host
-            if x_host is None:
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                m = len(b_host) + 1
+                m = len(b_listeners_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_listeners_host
             out += _S0.pack(e_listeners.port)
             if e_listeners.unknown_tagged_fields:
                 _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())

@@ -428,24 +428,24 @@ def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntr
     else:
         out += _S2.pack(len(x_entity))
         for e_entity in x_entity:
-            x_entity_type = e_entity.entity_type
-            if x_entity_type is None:
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-                out += _S0.pack(len(b_entity_type))
-                out += b_entity_type
-            x_entity_name = e_entity.entity_name
-            if x_entity_name is None:
+                out += _S0.pack(len(b_entity_entity_type))
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
                 out += b'\xff\xff'
             else:
-                b_entity_name = x_entity_name.encode()
-                if len(b_entity_name) > 0x7FFF:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-                out += _S0.pack(len(b_entity_name))
-                out += b_entity_name
+                out += _S0.pack(len(b_entity_entity_name))
+                out += b_entity_entity_name
             if e_entity.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     x_ops = o.ops
@@ -454,15 +454,15 @@ def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntr
     else:
         out += _S2.pack(len(x_ops))
         for e_ops in x_ops:
-            x_key = e_ops.key
-            if x_key is None:
+            x_ops_key = e_ops.key
+            if x_ops_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_ops_key = x_ops_key.encode()
+                if len(b_ops_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=0)
-                out += _S0.pack(len(b_key))
-                out += b_key
+                out += _S0.pack(len(b_ops_key))
+                out += b_ops_key
             out += _S1.pack(e_ops.value, e_ops.remove)
             if e_ops.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -628,32 +628,32 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
         else:
             _write_uvarint(out, m)
         for e_entity in x_entity:
-            x_entity_type = e_entity.entity_type
-            if x_entity_type is None:
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-                m = len(b_entity_type) + 1
+                m = len(b_entity_entity_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_type
-            x_entity_name = e_entity.entity_name
-            if x_entity_name is None:
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
                 out.append(0)
             else:
-                b_entity_name = x_entity_name.encode()
-                if len(b_entity_name) > 0x7FFF:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityName is too long', version=1)
-                m = len(b_entity_name) + 1
+                m = len(b_entity_entity_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_name
+                out += b_entity_entity_name
             if e_entity.unknown_tagged_fields:
                 _write_tagged(out, [], e_entity.unknown_tagged_fields, frozenset())
             else:
@@ -668,19 +668,19 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
         else:
             _write_uvarint(out, m)
         for e_ops in x_ops:
-            x_key = e_ops.key
-            if x_key is None:
+            x_ops_key = e_ops.key
+            if x_ops_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_ops_key = x_ops_key.encode()
+                if len(b_ops_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=1)
-                m = len(b_key) + 1
+                m = len(b_ops_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
+                out += b_ops_key
             out += _S1.pack(e_ops.value, e_ops.remove)
             if e_ops.unknown_tagged_fields:
                 _write_tagged(out, [], e_ops.unknown_tagged_fields, frozenset())
@@ -1000,24 +1000,24 @@ def _encode_AlterClientQuotasResponseEntryData_v0(o: AlterClientQuotasResponseEn
     else:
         out += _S2.pack(len(x_entity))
         for e_entity in x_entity:
-            x_entity_type = e_entity.entity_type
-            if x_entity_type is None:
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-                out += _S0.pack(len(b_entity_type))
-                out += b_entity_type
-            x_entity_name = e_entity.entity_name
-            if x_entity_name is None:
+                out += _S0.pack(len(b_entity_entity_type))
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
                 out += b'\xff\xff'
             else:
-                b_entity_name = x_entity_name.encode()
-                if len(b_entity_name) > 0x7FFF:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-                out += _S0.pack(len(b_entity_name))
-                out += b_entity_name
+                out += _S0.pack(len(b_entity_entity_name))
+                out += b_entity_entity_name
             if e_entity.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -1160,32 +1160,32 @@ def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEn
         else:
             _write_uvarint(out, m)
         for e_entity in x_entity:
-            x_entity_type = e_entity.entity_type
-            if x_entity_type is None:
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-                m = len(b_entity_type) + 1
+                m = len(b_entity_entity_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_type
-            x_entity_name = e_entity.entity_name
-            if x_entity_name is None:
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
                 out.append(0)
             else:
-                b_entity_name = x_entity_name.encode()
-                if len(b_entity_name) > 0x7FFF:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityName is too long', version=1)
-                m = len(b_entity_name) + 1
+                m = len(b_entity_entity_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_name
+                out += b_entity_entity_name
             if e_entity.unknown_tagged_fields:
                 _write_tagged(out, [], e_entity.unknown_tagged_fields, frozenset())
             else:

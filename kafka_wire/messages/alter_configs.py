@@ -305,24 +305,24 @@ def _encode_AlterConfigsRequestResource_v0(o: AlterConfigsRequestResource, out: 
     else:
         out += _S2.pack(len(x_configs))
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S0.pack(len(b_name))
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += _S0.pack(len(b_configs_name))
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out += b'\xff\xff'
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                out += _S0.pack(len(b_value))
-                out += b_value
+                out += _S0.pack(len(b_configs_value))
+                out += b_configs_value
             if e_configs.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -465,32 +465,32 @@ def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, out: 
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                m = len(b_name) + 1
+                m = len(b_configs_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out.append(0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=2)
-                m = len(b_value) + 1
+                m = len(b_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_configs_value
             if e_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
             else:
@@ -805,25 +805,25 @@ def _encode_AlterConfigsResponse_v0(o: AlterConfigsResponse, out: bytearray) -> 
         out += _S2.pack(len(x_responses))
         for e_responses in x_responses:
             out += _S0.pack(e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                out += _S0.pack(len(b_error_message))
-                out += b_error_message
+                out += _S0.pack(len(b_responses_error_message))
+                out += b_responses_error_message
             out += _S3.pack(e_responses.resource_type)
-            x_resource_name = e_responses.resource_name
-            if x_resource_name is None:
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-                out += _S0.pack(len(b_resource_name))
-                out += b_resource_name
+                out += _S0.pack(len(b_responses_resource_name))
+                out += b_responses_resource_name
             if e_responses.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -942,33 +942,33 @@ def _encode_AlterConfigsResponse_v2(o: AlterConfigsResponse, out: bytearray) -> 
             _write_uvarint(out, m)
         for e_responses in x_responses:
             out += _S0.pack(e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-                m = len(b_error_message) + 1
+                m = len(b_responses_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_responses_error_message
             out += _S3.pack(e_responses.resource_type)
-            x_resource_name = e_responses.resource_name
-            if x_resource_name is None:
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-                m = len(b_resource_name) + 1
+                m = len(b_responses_resource_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name
+                out += b_responses_resource_name
             if e_responses.unknown_tagged_fields:
                 _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
             else:

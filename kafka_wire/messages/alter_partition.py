@@ -550,17 +550,17 @@ def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData,
             if e_partitions.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
             out += _S1.pack(e_partitions.partition_index, e_partitions.leader_epoch)
-            x_new_isr = e_partitions.new_isr
-            if x_new_isr is None:
+            x_partitions_new_isr = e_partitions.new_isr
+            if x_partitions_new_isr is None:
                 raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=0)
             else:
-                k_new_isr = len(x_new_isr)
-                m = k_new_isr + 1
+                k_partitions_new_isr = len(x_partitions_new_isr)
+                m = k_partitions_new_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_new_isr] if k_new_isr < 64 else _Struct(f'>{k_new_isr}i')).pack(*x_new_isr)
+                out += (_Ai32[k_partitions_new_isr] if k_partitions_new_isr < 64 else _Struct(f'>{k_partitions_new_isr}i')).pack(*x_partitions_new_isr)
             out += _S2.pack(e_partitions.partition_epoch)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -698,17 +698,17 @@ def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData,
             if e_partitions.new_isr_with_epochs is None or len(e_partitions.new_isr_with_epochs) != 0:
                 raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=1)
             out += _S1.pack(e_partitions.partition_index, e_partitions.leader_epoch)
-            x_new_isr = e_partitions.new_isr
-            if x_new_isr is None:
+            x_partitions_new_isr = e_partitions.new_isr
+            if x_partitions_new_isr is None:
                 raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=1)
             else:
-                k_new_isr = len(x_new_isr)
-                m = k_new_isr + 1
+                k_partitions_new_isr = len(x_partitions_new_isr)
+                m = k_partitions_new_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_new_isr] if k_new_isr < 64 else _Struct(f'>{k_new_isr}i')).pack(*x_new_isr)
+                out += (_Ai32[k_partitions_new_isr] if k_partitions_new_isr < 64 else _Struct(f'>{k_partitions_new_isr}i')).pack(*x_partitions_new_isr)
             out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -821,17 +821,17 @@ def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData,
             if e_partitions.new_isr_with_epochs is None or len(e_partitions.new_isr_with_epochs) != 0:
                 raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=2)
             out += _S1.pack(e_partitions.partition_index, e_partitions.leader_epoch)
-            x_new_isr = e_partitions.new_isr
-            if x_new_isr is None:
+            x_partitions_new_isr = e_partitions.new_isr
+            if x_partitions_new_isr is None:
                 raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=2)
             else:
-                k_new_isr = len(x_new_isr)
-                m = k_new_isr + 1
+                k_partitions_new_isr = len(x_partitions_new_isr)
+                m = k_partitions_new_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_new_isr] if k_new_isr < 64 else _Struct(f'>{k_new_isr}i')).pack(*x_new_isr)
+                out += (_Ai32[k_partitions_new_isr] if k_partitions_new_isr < 64 else _Struct(f'>{k_partitions_new_isr}i')).pack(*x_partitions_new_isr)
             out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -1415,17 +1415,17 @@ def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicDat
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_isr = e_partitions.isr
-            if x_isr is None:
+            x_partitions_isr = e_partitions.isr
+            if x_partitions_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partitions_isr = len(x_partitions_isr)
+                m = k_partitions_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partitions_isr] if k_partitions_isr < 64 else _Struct(f'>{k_partitions_isr}i')).pack(*x_partitions_isr)
             out += _S2.pack(e_partitions.partition_epoch)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -1560,17 +1560,17 @@ def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicDat
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_isr = e_partitions.isr
-            if x_isr is None:
+            x_partitions_isr = e_partitions.isr
+            if x_partitions_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partitions_isr = len(x_partitions_isr)
+                m = k_partitions_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partitions_isr] if k_partitions_isr < 64 else _Struct(f'>{k_partitions_isr}i')).pack(*x_partitions_isr)
             out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -1680,17 +1680,17 @@ def _encode_AlterPartitionResponseTopicData_v2(o: AlterPartitionResponseTopicDat
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_isr = e_partitions.isr
-            if x_isr is None:
+            x_partitions_isr = e_partitions.isr
+            if x_partitions_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partitions_isr = len(x_partitions_isr)
+                m = k_partitions_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partitions_isr] if k_partitions_isr < 64 else _Struct(f'>{k_partitions_isr}i')).pack(*x_partitions_isr)
             out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())

@@ -291,17 +291,17 @@ def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterParti
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S0.pack(e_partitions.partition_index)
-            x_replicas = e_partitions.replicas
-            if x_replicas is None:
+            x_partitions_replicas = e_partitions.replicas
+            if x_partitions_replicas is None:
                 out.append(0)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partitions_replicas = len(x_partitions_replicas)
+                m = k_partitions_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
+                out += (_Ai32[k_partitions_replicas] if k_partitions_replicas < 64 else _Struct(f'>{k_partitions_replicas}i')).pack(*x_partitions_replicas)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -625,19 +625,19 @@ def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: A
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S2.pack(e_partitions.partition_index, e_partitions.error_code)
-            x_error_message = e_partitions.error_message
-            if x_error_message is None:
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_partitions_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partitions_error_message
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

@@ -444,19 +444,19 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
         else:
             _write_uvarint(out, m)
         for e_deletions in x_deletions:
-            x_name = e_deletions.name
-            if x_name is None:
+            x_deletions_name = e_deletions.name
+            if x_deletions_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_deletions_name = x_deletions_name.encode()
+                if len(b_deletions_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_deletions_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_deletions_name
             out += _S0.pack(e_deletions.mechanism)
             if e_deletions.unknown_tagged_fields:
                 _write_tagged(out, [], e_deletions.unknown_tagged_fields, frozenset())
@@ -472,42 +472,42 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
         else:
             _write_uvarint(out, m)
         for e_upsertions in x_upsertions:
-            x_name = e_upsertions.name
-            if x_name is None:
+            x_upsertions_name = e_upsertions.name
+            if x_upsertions_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_upsertions_name = x_upsertions_name.encode()
+                if len(b_upsertions_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_upsertions_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_upsertions_name
             out += _S1.pack(e_upsertions.mechanism, e_upsertions.iterations)
-            x_salt = e_upsertions.salt
-            if x_salt is None:
+            x_upsertions_salt = e_upsertions.salt
+            if x_upsertions_salt is None:
                 raise ValueOutOfRangeError('non-nullable field Salt is None', version=0)
             else:
-                b_salt = x_salt
-                m = len(b_salt) + 1
+                b_upsertions_salt = x_upsertions_salt
+                m = len(b_upsertions_salt) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_salt
-            x_salted_password = e_upsertions.salted_password
-            if x_salted_password is None:
+                out += b_upsertions_salt
+            x_upsertions_salted_password = e_upsertions.salted_password
+            if x_upsertions_salted_password is None:
                 raise ValueOutOfRangeError('non-nullable field SaltedPassword is None', version=0)
             else:
-                b_salted_password = x_salted_password
-                m = len(b_salted_password) + 1
+                b_upsertions_salted_password = x_upsertions_salted_password
+                m = len(b_upsertions_salted_password) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_salted_password
+                out += b_upsertions_salted_password
             if e_upsertions.unknown_tagged_fields:
                 _write_tagged(out, [], e_upsertions.unknown_tagged_fields, frozenset())
             else:
@@ -720,33 +720,33 @@ def _encode_AlterUserScramCredentialsResponse_v0(o: AlterUserScramCredentialsRes
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            x_user = e_results.user
-            if x_user is None:
+            x_results_user = e_results.user
+            if x_results_user is None:
                 raise ValueOutOfRangeError('non-nullable field User is None', version=0)
             else:
-                b_user = x_user.encode()
-                if len(b_user) > 0x7FFF:
+                b_results_user = x_results_user.encode()
+                if len(b_results_user) > 0x7FFF:
                     raise ValueOutOfRangeError('string field User is too long', version=0)
-                m = len(b_user) + 1
+                m = len(b_results_user) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_user
+                out += b_results_user
             out += _S2.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_results_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
             else:

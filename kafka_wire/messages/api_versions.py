@@ -821,19 +821,19 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
             else:
                 _write_uvarint(t, m)
             for e_supported_features in x_supported_features:
-                x_name = e_supported_features.name
-                if x_name is None:
+                x_supported_features_name = e_supported_features.name
+                if x_supported_features_name is None:
                     raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
                 else:
-                    b_name = x_name.encode()
-                    if len(b_name) > 0x7FFF:
+                    b_supported_features_name = x_supported_features_name.encode()
+                    if len(b_supported_features_name) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Name is too long', version=3)
-                    m = len(b_name) + 1
+                    m = len(b_supported_features_name) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_name
+                    t += b_supported_features_name
                 t += _S2.pack(e_supported_features.min_version, e_supported_features.max_version)
                 if e_supported_features.unknown_tagged_fields:
                     _write_tagged(t, [], e_supported_features.unknown_tagged_fields, frozenset())
@@ -856,19 +856,19 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
             else:
                 _write_uvarint(t, m)
             for e_finalized_features in x_finalized_features:
-                x_name = e_finalized_features.name
-                if x_name is None:
+                x_finalized_features_name = e_finalized_features.name
+                if x_finalized_features_name is None:
                     raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
                 else:
-                    b_name = x_name.encode()
-                    if len(b_name) > 0x7FFF:
+                    b_finalized_features_name = x_finalized_features_name.encode()
+                    if len(b_finalized_features_name) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Name is too long', version=3)
-                    m = len(b_name) + 1
+                    m = len(b_finalized_features_name) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_name
+                    t += b_finalized_features_name
                 t += _S2.pack(e_finalized_features.max_version_level, e_finalized_features.min_version_level)
                 if e_finalized_features.unknown_tagged_fields:
                     _write_tagged(t, [], e_finalized_features.unknown_tagged_fields, frozenset())

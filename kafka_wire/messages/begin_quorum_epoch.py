@@ -688,32 +688,32 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_leader_endpoints in x_leader_endpoints:
-            x_name = e_leader_endpoints.name
-            if x_name is None:
+            x_leader_endpoints_name = e_leader_endpoints.name
+            if x_leader_endpoints_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_leader_endpoints_name = x_leader_endpoints_name.encode()
+                if len(b_leader_endpoints_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_leader_endpoints_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_leader_endpoints.host
-            if x_host is None:
+                out += b_leader_endpoints_name
+            x_leader_endpoints_host = e_leader_endpoints.host
+            if x_leader_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_leader_endpoints_host = x_leader_endpoints_host.encode()
+                if len(b_leader_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                m = len(b_host) + 1
+                m = len(b_leader_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_leader_endpoints_host
             out += _S4.pack(e_leader_endpoints.port)
             if e_leader_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_leader_endpoints.unknown_tagged_fields, frozenset())
@@ -1176,19 +1176,19 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytear
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
                 t += _S2.pack(e_node_endpoints.node_id)
-                x_host = e_node_endpoints.host
-                if x_host is None:
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
                 else:
-                    b_host = x_host.encode()
-                    if len(b_host) > 0x7FFF:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
-                    m = len(b_host) + 1
+                    m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_host
+                    t += b_node_endpoints_host
                 t += _S4.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
                     _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())

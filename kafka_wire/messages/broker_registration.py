@@ -483,32 +483,32 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            x_name = e_listeners.name
-            if x_name is None:
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_listeners_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_listeners.host
-            if x_host is None:
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                m = len(b_host) + 1
+                m = len(b_listeners_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_listeners_host
             out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
             if e_listeners.unknown_tagged_fields:
                 _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
@@ -524,19 +524,19 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            x_name = e_features.name
-            if x_name is None:
+            x_features_name = e_features.name
+            if x_features_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_features_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_features_name
             out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
             if e_features.unknown_tagged_fields:
                 _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
@@ -777,32 +777,32 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            x_name = e_listeners.name
-            if x_name is None:
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_listeners_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_listeners.host
-            if x_host is None:
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                m = len(b_host) + 1
+                m = len(b_listeners_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_listeners_host
             out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
             if e_listeners.unknown_tagged_fields:
                 _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
@@ -818,19 +818,19 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            x_name = e_features.name
-            if x_name is None:
+            x_features_name = e_features.name
+            if x_features_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_features_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_features_name
             out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
             if e_features.unknown_tagged_fields:
                 _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
@@ -1092,32 +1092,32 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            x_name = e_listeners.name
-            if x_name is None:
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                m = len(b_name) + 1
+                m = len(b_listeners_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_listeners.host
-            if x_host is None:
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                m = len(b_host) + 1
+                m = len(b_listeners_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_listeners_host
             out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
             if e_listeners.unknown_tagged_fields:
                 _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
@@ -1133,19 +1133,19 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            x_name = e_features.name
-            if x_name is None:
+            x_features_name = e_features.name
+            if x_features_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                m = len(b_name) + 1
+                m = len(b_features_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_features_name
             out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
             if e_features.unknown_tagged_fields:
                 _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
@@ -1419,32 +1419,32 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            x_name = e_listeners.name
-            if x_name is None:
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=3)
-                m = len(b_name) + 1
+                m = len(b_listeners_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_listeners.host
-            if x_host is None:
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=3)
-                m = len(b_host) + 1
+                m = len(b_listeners_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_listeners_host
             out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
             if e_listeners.unknown_tagged_fields:
                 _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
@@ -1460,19 +1460,19 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            x_name = e_features.name
-            if x_name is None:
+            x_features_name = e_features.name
+            if x_features_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=3)
-                m = len(b_name) + 1
+                m = len(b_features_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_features_name
             out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
             if e_features.unknown_tagged_fields:
                 _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())

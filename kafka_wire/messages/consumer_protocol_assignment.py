@@ -163,21 +163,21 @@ def _encode_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, out: by
     else:
         out += _S0.pack(len(x_assigned_partitions))
         for e_assigned_partitions in x_assigned_partitions:
-            x_topic = e_assigned_partitions.topic
-            if x_topic is None:
+            x_assigned_partitions_topic = e_assigned_partitions.topic
+            if x_assigned_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_assigned_partitions_topic = x_assigned_partitions_topic.encode()
+                if len(b_assigned_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=0)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_assigned_partitions.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_assigned_partitions_topic))
+                out += b_assigned_partitions_topic
+            x_assigned_partitions_partitions = e_assigned_partitions.partitions
+            if x_assigned_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_assigned_partitions_partitions = len(x_assigned_partitions_partitions)
+                out += (_Ci32[k_assigned_partitions_partitions] if k_assigned_partitions_partitions < 64 else _Struct(f'>i{k_assigned_partitions_partitions}i')).pack(k_assigned_partitions_partitions, *x_assigned_partitions_partitions)
             if e_assigned_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     x_user_data = o.user_data

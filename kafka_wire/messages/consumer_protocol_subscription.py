@@ -273,21 +273,21 @@ def _encode_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, out
     else:
         out += _S0.pack(len(x_owned_partitions))
         for e_owned_partitions in x_owned_partitions:
-            x_topic = e_owned_partitions.topic
-            if x_topic is None:
+            x_owned_partitions_topic = e_owned_partitions.topic
+            if x_owned_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_owned_partitions_topic = x_owned_partitions_topic.encode()
+                if len(b_owned_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=1)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_owned_partitions.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_owned_partitions_topic))
+                out += b_owned_partitions_topic
+            x_owned_partitions_partitions = e_owned_partitions.partitions
+            if x_owned_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_owned_partitions_partitions = len(x_owned_partitions_partitions)
+                out += (_Ci32[k_owned_partitions_partitions] if k_owned_partitions_partitions < 64 else _Struct(f'>i{k_owned_partitions_partitions}i')).pack(k_owned_partitions_partitions, *x_owned_partitions_partitions)
             if e_owned_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -395,21 +395,21 @@ def _encode_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, out
     else:
         out += _S0.pack(len(x_owned_partitions))
         for e_owned_partitions in x_owned_partitions:
-            x_topic = e_owned_partitions.topic
-            if x_topic is None:
+            x_owned_partitions_topic = e_owned_partitions.topic
+            if x_owned_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_owned_partitions_topic = x_owned_partitions_topic.encode()
+                if len(b_owned_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=2)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_owned_partitions.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_owned_partitions_topic))
+                out += b_owned_partitions_topic
+            x_owned_partitions_partitions = e_owned_partitions.partitions
+            if x_owned_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_owned_partitions_partitions = len(x_owned_partitions_partitions)
+                out += (_Ci32[k_owned_partitions_partitions] if k_owned_partitions_partitions < 64 else _Struct(f'>i{k_owned_partitions_partitions}i')).pack(k_owned_partitions_partitions, *x_owned_partitions_partitions)
             if e_owned_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     out += _S0.pack(o.generation_id)
@@ -527,21 +527,21 @@ def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, out
     else:
         out += _S0.pack(len(x_owned_partitions))
         for e_owned_partitions in x_owned_partitions:
-            x_topic = e_owned_partitions.topic
-            if x_topic is None:
+            x_owned_partitions_topic = e_owned_partitions.topic
+            if x_owned_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=3)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_owned_partitions_topic = x_owned_partitions_topic.encode()
+                if len(b_owned_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=3)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_owned_partitions.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_owned_partitions_topic))
+                out += b_owned_partitions_topic
+            x_owned_partitions_partitions = e_owned_partitions.partitions
+            if x_owned_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_owned_partitions_partitions = len(x_owned_partitions_partitions)
+                out += (_Ci32[k_owned_partitions_partitions] if k_owned_partitions_partitions < 64 else _Struct(f'>i{k_owned_partitions_partitions}i')).pack(k_owned_partitions_partitions, *x_owned_partitions_partitions)
             if e_owned_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
     out += _S0.pack(o.generation_id)

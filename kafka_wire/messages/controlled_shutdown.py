@@ -265,15 +265,15 @@ def _encode_ControlledShutdownResponse_v0(o: ControlledShutdownResponse, out: by
     else:
         out += _S0.pack(len(x_remaining_partitions))
         for e_remaining_partitions in x_remaining_partitions:
-            x_topic_name = e_remaining_partitions.topic_name
-            if x_topic_name is None:
+            x_remaining_partitions_topic_name = e_remaining_partitions.topic_name
+            if x_remaining_partitions_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_remaining_partitions_topic_name = x_remaining_partitions_topic_name.encode()
+                if len(b_remaining_partitions_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_remaining_partitions_topic_name))
+                out += b_remaining_partitions_topic_name
             out += _S0.pack(e_remaining_partitions.partition_index)
             if e_remaining_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -374,19 +374,19 @@ def _encode_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, out: by
         else:
             _write_uvarint(out, m)
         for e_remaining_partitions in x_remaining_partitions:
-            x_topic_name = e_remaining_partitions.topic_name
-            if x_topic_name is None:
+            x_remaining_partitions_topic_name = e_remaining_partitions.topic_name
+            if x_remaining_partitions_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_remaining_partitions_topic_name = x_remaining_partitions_topic_name.encode()
+                if len(b_remaining_partitions_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=3)
-                m = len(b_topic_name) + 1
+                m = len(b_remaining_partitions_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
+                out += b_remaining_partitions_topic_name
             out += _S0.pack(e_remaining_partitions.partition_index)
             if e_remaining_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_remaining_partitions.unknown_tagged_fields, frozenset())

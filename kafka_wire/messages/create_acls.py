@@ -437,33 +437,33 @@ def _encode_CreateAclsRequest_v0(o: CreateAclsRequest, out: bytearray) -> None:
             if e_creations.resource_pattern_type != 3:
                 raise FieldNotInVersionError('non-default ResourcePatternType cannot be written', version=0)
             out += _S2.pack(e_creations.resource_type)
-            x_resource_name = e_creations.resource_name
-            if x_resource_name is None:
+            x_creations_resource_name = e_creations.resource_name
+            if x_creations_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_creations_resource_name = x_creations_resource_name.encode()
+                if len(b_creations_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-                out += _S3.pack(len(b_resource_name))
-                out += b_resource_name
-            x_principal = e_creations.principal
-            if x_principal is None:
+                out += _S3.pack(len(b_creations_resource_name))
+                out += b_creations_resource_name
+            x_creations_principal = e_creations.principal
+            if x_creations_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_creations_principal = x_creations_principal.encode()
+                if len(b_creations_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=0)
-                out += _S3.pack(len(b_principal))
-                out += b_principal
-            x_host = e_creations.host
-            if x_host is None:
+                out += _S3.pack(len(b_creations_principal))
+                out += b_creations_principal
+            x_creations_host = e_creations.host
+            if x_creations_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_creations_host = x_creations_host.encode()
+                if len(b_creations_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                out += _S3.pack(len(b_host))
-                out += b_host
+                out += _S3.pack(len(b_creations_host))
+                out += b_creations_host
             out += _S1.pack(e_creations.operation, e_creations.permission_type)
             if e_creations.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -536,34 +536,34 @@ def _encode_CreateAclsRequest_v1(o: CreateAclsRequest, out: bytearray) -> None:
         out += _S4.pack(len(x_creations))
         for e_creations in x_creations:
             out += _S2.pack(e_creations.resource_type)
-            x_resource_name = e_creations.resource_name
-            if x_resource_name is None:
+            x_creations_resource_name = e_creations.resource_name
+            if x_creations_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_creations_resource_name = x_creations_resource_name.encode()
+                if len(b_creations_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-                out += _S3.pack(len(b_resource_name))
-                out += b_resource_name
+                out += _S3.pack(len(b_creations_resource_name))
+                out += b_creations_resource_name
             out += _S2.pack(e_creations.resource_pattern_type)
-            x_principal = e_creations.principal
-            if x_principal is None:
+            x_creations_principal = e_creations.principal
+            if x_creations_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_creations_principal = x_creations_principal.encode()
+                if len(b_creations_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=1)
-                out += _S3.pack(len(b_principal))
-                out += b_principal
-            x_host = e_creations.host
-            if x_host is None:
+                out += _S3.pack(len(b_creations_principal))
+                out += b_creations_principal
+            x_creations_host = e_creations.host
+            if x_creations_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_creations_host = x_creations_host.encode()
+                if len(b_creations_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                out += _S3.pack(len(b_host))
-                out += b_host
+                out += _S3.pack(len(b_creations_host))
+                out += b_creations_host
             out += _S1.pack(e_creations.operation, e_creations.permission_type)
             if e_creations.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -698,46 +698,46 @@ def _encode_CreateAclsRequest_v2(o: CreateAclsRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_creations in x_creations:
             out += _S2.pack(e_creations.resource_type)
-            x_resource_name = e_creations.resource_name
-            if x_resource_name is None:
+            x_creations_resource_name = e_creations.resource_name
+            if x_creations_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_creations_resource_name = x_creations_resource_name.encode()
+                if len(b_creations_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-                m = len(b_resource_name) + 1
+                m = len(b_creations_resource_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name
+                out += b_creations_resource_name
             out += _S2.pack(e_creations.resource_pattern_type)
-            x_principal = e_creations.principal
-            if x_principal is None:
+            x_creations_principal = e_creations.principal
+            if x_creations_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_creations_principal = x_creations_principal.encode()
+                if len(b_creations_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=2)
-                m = len(b_principal) + 1
+                m = len(b_creations_principal) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal
-            x_host = e_creations.host
-            if x_host is None:
+                out += b_creations_principal
+            x_creations_host = e_creations.host
+            if x_creations_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_creations_host = x_creations_host.encode()
+                if len(b_creations_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                m = len(b_host) + 1
+                m = len(b_creations_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_creations_host
             out += _S1.pack(e_creations.operation, e_creations.permission_type)
             if e_creations.unknown_tagged_fields:
                 _write_tagged(out, [], e_creations.unknown_tagged_fields, frozenset())
@@ -889,15 +889,15 @@ def _encode_CreateAclsResponse_v0(o: CreateAclsResponse, out: bytearray) -> None
         out += _S4.pack(len(x_results))
         for e_results in x_results:
             out += _S3.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                out += _S3.pack(len(b_error_message))
-                out += b_error_message
+                out += _S3.pack(len(b_results_error_message))
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -998,19 +998,19 @@ def _encode_CreateAclsResponse_v2(o: CreateAclsResponse, out: bytearray) -> None
             _write_uvarint(out, m)
         for e_results in x_results:
             out += _S3.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-                m = len(b_error_message) + 1
+                m = len(b_results_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
             else:

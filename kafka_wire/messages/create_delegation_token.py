@@ -284,24 +284,24 @@ def _encode_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, out
     else:
         out += _S1.pack(len(x_renewers))
         for e_renewers in x_renewers:
-            x_principal_type = e_renewers.principal_type
-            if x_principal_type is None:
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
                 raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
             else:
-                b_principal_type = x_principal_type.encode()
-                if len(b_principal_type) > 0x7FFF:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
-                out += _S0.pack(len(b_principal_type))
-                out += b_principal_type
-            x_principal_name = e_renewers.principal_name
-            if x_principal_name is None:
+                out += _S0.pack(len(b_renewers_principal_type))
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
                 raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
             else:
-                b_principal_name = x_principal_name.encode()
-                if len(b_principal_name) > 0x7FFF:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
-                out += _S0.pack(len(b_principal_name))
-                out += b_principal_name
+                out += _S0.pack(len(b_renewers_principal_name))
+                out += b_renewers_principal_name
             if e_renewers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     out += _S2.pack(o.max_lifetime_ms)
@@ -421,32 +421,32 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, out
         else:
             _write_uvarint(out, m)
         for e_renewers in x_renewers:
-            x_principal_type = e_renewers.principal_type
-            if x_principal_type is None:
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
                 raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
             else:
-                b_principal_type = x_principal_type.encode()
-                if len(b_principal_type) > 0x7FFF:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
-                m = len(b_principal_type) + 1
+                m = len(b_renewers_principal_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal_type
-            x_principal_name = e_renewers.principal_name
-            if x_principal_name is None:
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
                 raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
             else:
-                b_principal_name = x_principal_name.encode()
-                if len(b_principal_name) > 0x7FFF:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
-                m = len(b_principal_name) + 1
+                m = len(b_renewers_principal_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal_name
+                out += b_renewers_principal_name
             if e_renewers.unknown_tagged_fields:
                 _write_tagged(out, [], e_renewers.unknown_tagged_fields, frozenset())
             else:
@@ -622,32 +622,32 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, out
         else:
             _write_uvarint(out, m)
         for e_renewers in x_renewers:
-            x_principal_type = e_renewers.principal_type
-            if x_principal_type is None:
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
                 raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
             else:
-                b_principal_type = x_principal_type.encode()
-                if len(b_principal_type) > 0x7FFF:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalType is too long', version=3)
-                m = len(b_principal_type) + 1
+                m = len(b_renewers_principal_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal_type
-            x_principal_name = e_renewers.principal_name
-            if x_principal_name is None:
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
                 raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
             else:
-                b_principal_name = x_principal_name.encode()
-                if len(b_principal_name) > 0x7FFF:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalName is too long', version=3)
-                m = len(b_principal_name) + 1
+                m = len(b_renewers_principal_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal_name
+                out += b_renewers_principal_name
             if e_renewers.unknown_tagged_fields:
                 _write_tagged(out, [], e_renewers.unknown_tagged_fields, frozenset())
             else:

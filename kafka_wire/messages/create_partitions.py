@@ -250,12 +250,12 @@ def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, out
     else:
         out += _S0.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            x_broker_ids = e_assignments.broker_ids
-            if x_broker_ids is None:
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
                 raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
             else:
-                k_broker_ids = len(x_broker_ids)
-                out += (_Ci32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>i{k_broker_ids}i')).pack(k_broker_ids, *x_broker_ids)
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                out += (_Ci32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>i{k_assignments_broker_ids}i')).pack(k_assignments_broker_ids, *x_assignments_broker_ids)
             if e_assignments.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -382,17 +382,17 @@ def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, out
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            x_broker_ids = e_assignments.broker_ids
-            if x_broker_ids is None:
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
                 raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=2)
             else:
-                k_broker_ids = len(x_broker_ids)
-                m = k_broker_ids + 1
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                m = k_assignments_broker_ids + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>{k_broker_ids}i')).pack(*x_broker_ids)
+                out += (_Ai32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>{k_assignments_broker_ids}i')).pack(*x_assignments_broker_ids)
             if e_assignments.unknown_tagged_fields:
                 _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
             else:
@@ -698,25 +698,25 @@ def _encode_CreatePartitionsResponse_v0(o: CreatePartitionsResponse, out: bytear
     else:
         out += _S0.pack(len(x_results))
         for e_results in x_results:
-            x_name = e_results.name
-            if x_name is None:
+            x_results_name = e_results.name
+            if x_results_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_results_name = x_results_name.encode()
+                if len(b_results_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S2.pack(len(b_name))
-                out += b_name
+                out += _S2.pack(len(b_results_name))
+                out += b_results_name
             out += _S2.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                out += _S2.pack(len(b_error_message))
-                out += b_error_message
+                out += _S2.pack(len(b_results_error_message))
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -832,33 +832,33 @@ def _encode_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, out: bytear
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            x_name = e_results.name
-            if x_name is None:
+            x_results_name = e_results.name
+            if x_results_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_results_name = x_results_name.encode()
+                if len(b_results_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                m = len(b_name) + 1
+                m = len(b_results_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_results_name
             out += _S2.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-                m = len(b_error_message) + 1
+                m = len(b_results_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
             else:

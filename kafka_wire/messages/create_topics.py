@@ -485,12 +485,12 @@ def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatable
         out += _S1.pack(len(x_assignments))
         for e_assignments in x_assignments:
             out += _S1.pack(e_assignments.partition_index)
-            x_broker_ids = e_assignments.broker_ids
-            if x_broker_ids is None:
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
                 raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
             else:
-                k_broker_ids = len(x_broker_ids)
-                out += (_Ci32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>i{k_broker_ids}i')).pack(k_broker_ids, *x_broker_ids)
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                out += (_Ci32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>i{k_assignments_broker_ids}i')).pack(k_assignments_broker_ids, *x_assignments_broker_ids)
             if e_assignments.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     x_configs = o.configs
@@ -499,24 +499,24 @@ def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatable
     else:
         out += _S1.pack(len(x_configs))
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S2.pack(len(b_name))
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += _S2.pack(len(b_configs_name))
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out += b'\xff\xff'
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                out += _S2.pack(len(b_value))
-                out += b_value
+                out += _S2.pack(len(b_configs_value))
+                out += b_configs_value
             if e_configs.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -714,17 +714,17 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
             out += _S1.pack(e_assignments.partition_index)
-            x_broker_ids = e_assignments.broker_ids
-            if x_broker_ids is None:
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
                 raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=5)
             else:
-                k_broker_ids = len(x_broker_ids)
-                m = k_broker_ids + 1
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                m = k_assignments_broker_ids + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_broker_ids] if k_broker_ids < 64 else _Struct(f'>{k_broker_ids}i')).pack(*x_broker_ids)
+                out += (_Ai32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>{k_assignments_broker_ids}i')).pack(*x_assignments_broker_ids)
             if e_assignments.unknown_tagged_fields:
                 _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
             else:
@@ -739,32 +739,32 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=5)
-                m = len(b_name) + 1
+                m = len(b_configs_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out.append(0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=5)
-                m = len(b_value) + 1
+                m = len(b_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_configs_value
             if e_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
             else:
@@ -1277,32 +1277,32 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=5)
-                m = len(b_name) + 1
+                m = len(b_configs_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out.append(0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=5)
-                m = len(b_value) + 1
+                m = len(b_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_configs_value
             out += _S6.pack(e_configs.read_only, e_configs.config_source, e_configs.is_sensitive)
             if e_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
@@ -1494,32 +1494,32 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=7)
-                m = len(b_name) + 1
+                m = len(b_configs_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out.append(0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=7)
-                m = len(b_value) + 1
+                m = len(b_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_configs_value
             out += _S6.pack(e_configs.read_only, e_configs.config_source, e_configs.is_sensitive)
             if e_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
@@ -1583,15 +1583,15 @@ def _encode_CreateTopicsResponse_v0(o: CreateTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S2.pack(len(b_name))
-                out += b_name
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
             out += _S2.pack(e_topics.error_code)
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -1655,25 +1655,25 @@ def _encode_CreateTopicsResponse_v1(o: CreateTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                out += _S2.pack(len(b_name))
-                out += b_name
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
             out += _S2.pack(e_topics.error_code)
-            x_error_message = e_topics.error_message
-            if x_error_message is None:
+            x_topics_error_message = e_topics.error_message
+            if x_topics_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_topics_error_message = x_topics_error_message.encode()
+                if len(b_topics_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-                out += _S2.pack(len(b_error_message))
-                out += b_error_message
+                out += _S2.pack(len(b_topics_error_message))
+                out += b_topics_error_message
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -1736,25 +1736,25 @@ def _encode_CreateTopicsResponse_v2(o: CreateTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                out += _S2.pack(len(b_name))
-                out += b_name
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
             out += _S2.pack(e_topics.error_code)
-            x_error_message = e_topics.error_message
-            if x_error_message is None:
+            x_topics_error_message = e_topics.error_message
+            if x_topics_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_topics_error_message = x_topics_error_message.encode()
+                if len(b_topics_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-                out += _S2.pack(len(b_error_message))
-                out += b_error_message
+                out += _S2.pack(len(b_topics_error_message))
+                out += b_topics_error_message
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:

@@ -465,33 +465,33 @@ def _encode_DeleteAclsRequest_v0(o: DeleteAclsRequest, out: bytearray) -> None:
             if e_filters.pattern_type_filter != 3:
                 raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
             out += _S2.pack(e_filters.resource_type_filter)
-            x_resource_name_filter = e_filters.resource_name_filter
-            if x_resource_name_filter is None:
+            x_filters_resource_name_filter = e_filters.resource_name_filter
+            if x_filters_resource_name_filter is None:
                 out += b'\xff\xff'
             else:
-                b_resource_name_filter = x_resource_name_filter.encode()
-                if len(b_resource_name_filter) > 0x7FFF:
+                b_filters_resource_name_filter = x_filters_resource_name_filter.encode()
+                if len(b_filters_resource_name_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
-                out += _S3.pack(len(b_resource_name_filter))
-                out += b_resource_name_filter
-            x_principal_filter = e_filters.principal_filter
-            if x_principal_filter is None:
+                out += _S3.pack(len(b_filters_resource_name_filter))
+                out += b_filters_resource_name_filter
+            x_filters_principal_filter = e_filters.principal_filter
+            if x_filters_principal_filter is None:
                 out += b'\xff\xff'
             else:
-                b_principal_filter = x_principal_filter.encode()
-                if len(b_principal_filter) > 0x7FFF:
+                b_filters_principal_filter = x_filters_principal_filter.encode()
+                if len(b_filters_principal_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
-                out += _S3.pack(len(b_principal_filter))
-                out += b_principal_filter
-            x_host_filter = e_filters.host_filter
-            if x_host_filter is None:
+                out += _S3.pack(len(b_filters_principal_filter))
+                out += b_filters_principal_filter
+            x_filters_host_filter = e_filters.host_filter
+            if x_filters_host_filter is None:
                 out += b'\xff\xff'
             else:
-                b_host_filter = x_host_filter.encode()
-                if len(b_host_filter) > 0x7FFF:
+                b_filters_host_filter = x_filters_host_filter.encode()
+                if len(b_filters_host_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
-                out += _S3.pack(len(b_host_filter))
-                out += b_host_filter
+                out += _S3.pack(len(b_filters_host_filter))
+                out += b_filters_host_filter
             out += _S1.pack(e_filters.operation, e_filters.permission_type)
             if e_filters.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -564,34 +564,34 @@ def _encode_DeleteAclsRequest_v1(o: DeleteAclsRequest, out: bytearray) -> None:
         out += _S4.pack(len(x_filters))
         for e_filters in x_filters:
             out += _S2.pack(e_filters.resource_type_filter)
-            x_resource_name_filter = e_filters.resource_name_filter
-            if x_resource_name_filter is None:
+            x_filters_resource_name_filter = e_filters.resource_name_filter
+            if x_filters_resource_name_filter is None:
                 out += b'\xff\xff'
             else:
-                b_resource_name_filter = x_resource_name_filter.encode()
-                if len(b_resource_name_filter) > 0x7FFF:
+                b_filters_resource_name_filter = x_filters_resource_name_filter.encode()
+                if len(b_filters_resource_name_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
-                out += _S3.pack(len(b_resource_name_filter))
-                out += b_resource_name_filter
+                out += _S3.pack(len(b_filters_resource_name_filter))
+                out += b_filters_resource_name_filter
             out += _S2.pack(e_filters.pattern_type_filter)
-            x_principal_filter = e_filters.principal_filter
-            if x_principal_filter is None:
+            x_filters_principal_filter = e_filters.principal_filter
+            if x_filters_principal_filter is None:
                 out += b'\xff\xff'
             else:
-                b_principal_filter = x_principal_filter.encode()
-                if len(b_principal_filter) > 0x7FFF:
+                b_filters_principal_filter = x_filters_principal_filter.encode()
+                if len(b_filters_principal_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
-                out += _S3.pack(len(b_principal_filter))
-                out += b_principal_filter
-            x_host_filter = e_filters.host_filter
-            if x_host_filter is None:
+                out += _S3.pack(len(b_filters_principal_filter))
+                out += b_filters_principal_filter
+            x_filters_host_filter = e_filters.host_filter
+            if x_filters_host_filter is None:
                 out += b'\xff\xff'
             else:
-                b_host_filter = x_host_filter.encode()
-                if len(b_host_filter) > 0x7FFF:
+                b_filters_host_filter = x_filters_host_filter.encode()
+                if len(b_filters_host_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
-                out += _S3.pack(len(b_host_filter))
-                out += b_host_filter
+                out += _S3.pack(len(b_filters_host_filter))
+                out += b_filters_host_filter
             out += _S1.pack(e_filters.operation, e_filters.permission_type)
             if e_filters.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -726,46 +726,46 @@ def _encode_DeleteAclsRequest_v2(o: DeleteAclsRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_filters in x_filters:
             out += _S2.pack(e_filters.resource_type_filter)
-            x_resource_name_filter = e_filters.resource_name_filter
-            if x_resource_name_filter is None:
+            x_filters_resource_name_filter = e_filters.resource_name_filter
+            if x_filters_resource_name_filter is None:
                 out.append(0)
             else:
-                b_resource_name_filter = x_resource_name_filter.encode()
-                if len(b_resource_name_filter) > 0x7FFF:
+                b_filters_resource_name_filter = x_filters_resource_name_filter.encode()
+                if len(b_filters_resource_name_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=2)
-                m = len(b_resource_name_filter) + 1
+                m = len(b_filters_resource_name_filter) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name_filter
+                out += b_filters_resource_name_filter
             out += _S2.pack(e_filters.pattern_type_filter)
-            x_principal_filter = e_filters.principal_filter
-            if x_principal_filter is None:
+            x_filters_principal_filter = e_filters.principal_filter
+            if x_filters_principal_filter is None:
                 out.append(0)
             else:
-                b_principal_filter = x_principal_filter.encode()
-                if len(b_principal_filter) > 0x7FFF:
+                b_filters_principal_filter = x_filters_principal_filter.encode()
+                if len(b_filters_principal_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=2)
-                m = len(b_principal_filter) + 1
+                m = len(b_filters_principal_filter) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal_filter
-            x_host_filter = e_filters.host_filter
-            if x_host_filter is None:
+                out += b_filters_principal_filter
+            x_filters_host_filter = e_filters.host_filter
+            if x_filters_host_filter is None:
                 out.append(0)
             else:
-                b_host_filter = x_host_filter.encode()
-                if len(b_host_filter) > 0x7FFF:
+                b_filters_host_filter = x_filters_host_filter.encode()
+                if len(b_filters_host_filter) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostFilter is too long', version=2)
-                m = len(b_host_filter) + 1
+                m = len(b_filters_host_filter) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host_filter
+                out += b_filters_host_filter
             out += _S1.pack(e_filters.operation, e_filters.permission_type)
             if e_filters.unknown_tagged_fields:
                 _write_tagged(out, [], e_filters.unknown_tagged_fields, frozenset())
@@ -1237,43 +1237,43 @@ def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult,
             if e_matching_acls.pattern_type != 3:
                 raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
             out += _S3.pack(e_matching_acls.error_code)
-            x_error_message = e_matching_acls.error_message
-            if x_error_message is None:
+            x_matching_acls_error_message = e_matching_acls.error_message
+            if x_matching_acls_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_matching_acls_error_message = x_matching_acls_error_message.encode()
+                if len(b_matching_acls_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                out += _S3.pack(len(b_error_message))
-                out += b_error_message
+                out += _S3.pack(len(b_matching_acls_error_message))
+                out += b_matching_acls_error_message
             out += _S2.pack(e_matching_acls.resource_type)
-            x_resource_name = e_matching_acls.resource_name
-            if x_resource_name is None:
+            x_matching_acls_resource_name = e_matching_acls.resource_name
+            if x_matching_acls_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_matching_acls_resource_name = x_matching_acls_resource_name.encode()
+                if len(b_matching_acls_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-                out += _S3.pack(len(b_resource_name))
-                out += b_resource_name
-            x_principal = e_matching_acls.principal
-            if x_principal is None:
+                out += _S3.pack(len(b_matching_acls_resource_name))
+                out += b_matching_acls_resource_name
+            x_matching_acls_principal = e_matching_acls.principal
+            if x_matching_acls_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_matching_acls_principal = x_matching_acls_principal.encode()
+                if len(b_matching_acls_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=0)
-                out += _S3.pack(len(b_principal))
-                out += b_principal
-            x_host = e_matching_acls.host
-            if x_host is None:
+                out += _S3.pack(len(b_matching_acls_principal))
+                out += b_matching_acls_principal
+            x_matching_acls_host = e_matching_acls.host
+            if x_matching_acls_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_matching_acls_host = x_matching_acls_host.encode()
+                if len(b_matching_acls_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                out += _S3.pack(len(b_host))
-                out += b_host
+                out += _S3.pack(len(b_matching_acls_host))
+                out += b_matching_acls_host
             out += _S1.pack(e_matching_acls.operation, e_matching_acls.permission_type)
             if e_matching_acls.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -1380,44 +1380,44 @@ def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult,
         out += _S4.pack(len(x_matching_acls))
         for e_matching_acls in x_matching_acls:
             out += _S3.pack(e_matching_acls.error_code)
-            x_error_message = e_matching_acls.error_message
-            if x_error_message is None:
+            x_matching_acls_error_message = e_matching_acls.error_message
+            if x_matching_acls_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_matching_acls_error_message = x_matching_acls_error_message.encode()
+                if len(b_matching_acls_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-                out += _S3.pack(len(b_error_message))
-                out += b_error_message
+                out += _S3.pack(len(b_matching_acls_error_message))
+                out += b_matching_acls_error_message
             out += _S2.pack(e_matching_acls.resource_type)
-            x_resource_name = e_matching_acls.resource_name
-            if x_resource_name is None:
+            x_matching_acls_resource_name = e_matching_acls.resource_name
+            if x_matching_acls_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_matching_acls_resource_name = x_matching_acls_resource_name.encode()
+                if len(b_matching_acls_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-                out += _S3.pack(len(b_resource_name))
-                out += b_resource_name
+                out += _S3.pack(len(b_matching_acls_resource_name))
+                out += b_matching_acls_resource_name
             out += _S2.pack(e_matching_acls.pattern_type)
-            x_principal = e_matching_acls.principal
-            if x_principal is None:
+            x_matching_acls_principal = e_matching_acls.principal
+            if x_matching_acls_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_matching_acls_principal = x_matching_acls_principal.encode()
+                if len(b_matching_acls_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=1)
-                out += _S3.pack(len(b_principal))
-                out += b_principal
-            x_host = e_matching_acls.host
-            if x_host is None:
+                out += _S3.pack(len(b_matching_acls_principal))
+                out += b_matching_acls_principal
+            x_matching_acls_host = e_matching_acls.host
+            if x_matching_acls_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_matching_acls_host = x_matching_acls_host.encode()
+                if len(b_matching_acls_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                out += _S3.pack(len(b_host))
-                out += b_host
+                out += _S3.pack(len(b_matching_acls_host))
+                out += b_matching_acls_host
             out += _S1.pack(e_matching_acls.operation, e_matching_acls.permission_type)
             if e_matching_acls.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -1602,60 +1602,60 @@ def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult,
             _write_uvarint(out, m)
         for e_matching_acls in x_matching_acls:
             out += _S3.pack(e_matching_acls.error_code)
-            x_error_message = e_matching_acls.error_message
-            if x_error_message is None:
+            x_matching_acls_error_message = e_matching_acls.error_message
+            if x_matching_acls_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_matching_acls_error_message = x_matching_acls_error_message.encode()
+                if len(b_matching_acls_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-                m = len(b_error_message) + 1
+                m = len(b_matching_acls_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_matching_acls_error_message
             out += _S2.pack(e_matching_acls.resource_type)
-            x_resource_name = e_matching_acls.resource_name
-            if x_resource_name is None:
+            x_matching_acls_resource_name = e_matching_acls.resource_name
+            if x_matching_acls_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_matching_acls_resource_name = x_matching_acls_resource_name.encode()
+                if len(b_matching_acls_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
-                m = len(b_resource_name) + 1
+                m = len(b_matching_acls_resource_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name
+                out += b_matching_acls_resource_name
             out += _S2.pack(e_matching_acls.pattern_type)
-            x_principal = e_matching_acls.principal
-            if x_principal is None:
+            x_matching_acls_principal = e_matching_acls.principal
+            if x_matching_acls_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_matching_acls_principal = x_matching_acls_principal.encode()
+                if len(b_matching_acls_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=2)
-                m = len(b_principal) + 1
+                m = len(b_matching_acls_principal) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal
-            x_host = e_matching_acls.host
-            if x_host is None:
+                out += b_matching_acls_principal
+            x_matching_acls_host = e_matching_acls.host
+            if x_matching_acls_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_matching_acls_host = x_matching_acls_host.encode()
+                if len(b_matching_acls_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                m = len(b_host) + 1
+                m = len(b_matching_acls_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_matching_acls_host
             out += _S1.pack(e_matching_acls.operation, e_matching_acls.permission_type)
             if e_matching_acls.unknown_tagged_fields:
                 _write_tagged(out, [], e_matching_acls.unknown_tagged_fields, frozenset())

@@ -420,15 +420,15 @@ def _encode_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, out: bytearray) -> 
     else:
         out += _S0.pack(len(x_results))
         for e_results in x_results:
-            x_group_id = e_results.group_id
-            if x_group_id is None:
+            x_results_group_id = e_results.group_id
+            if x_results_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_results_group_id = x_results_group_id.encode()
+                if len(b_results_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-                out += _S1.pack(len(b_group_id))
-                out += b_group_id
+                out += _S1.pack(len(b_results_group_id))
+                out += b_results_group_id
             out += _S1.pack(e_results.error_code)
             if e_results.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -530,19 +530,19 @@ def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            x_group_id = e_results.group_id
-            if x_group_id is None:
+            x_results_group_id = e_results.group_id
+            if x_results_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_results_group_id = x_results_group_id.encode()
+                if len(b_results_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=2)
-                m = len(b_group_id) + 1
+                m = len(b_results_group_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_id
+                out += b_results_group_id
             out += _S1.pack(e_results.error_code)
             if e_results.unknown_tagged_fields:
                 _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
@@ -663,33 +663,33 @@ def _encode_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            x_group_id = e_results.group_id
-            if x_group_id is None:
+            x_results_group_id = e_results.group_id
+            if x_results_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_results_group_id = x_results_group_id.encode()
+                if len(b_results_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-                m = len(b_group_id) + 1
+                m = len(b_results_group_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_id
+                out += b_results_group_id
             out += _S1.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
-                m = len(b_error_message) + 1
+                m = len(b_results_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
             else:

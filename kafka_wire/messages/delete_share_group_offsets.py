@@ -266,19 +266,19 @@ def _encode_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest,
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_topic_name = e_topics.topic_name
-            if x_topic_name is None:
+            x_topics_topic_name = e_topics.topic_name
+            if x_topics_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_topics_topic_name = x_topics_topic_name.encode()
+                if len(b_topics_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                m = len(b_topic_name) + 1
+                m = len(b_topics_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
+                out += b_topics_topic_name
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -522,33 +522,33 @@ def _encode_DeleteShareGroupOffsetsResponse_v0(o: DeleteShareGroupOffsetsRespons
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            x_topic_name = e_responses.topic_name
-            if x_topic_name is None:
+            x_responses_topic_name = e_responses.topic_name
+            if x_responses_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_responses_topic_name = x_responses_topic_name.encode()
+                if len(b_responses_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                m = len(b_topic_name) + 1
+                m = len(b_responses_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
+                out += b_responses_topic_name
             out += _S0.pack(e_responses.topic_id.bytes, e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_responses_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_responses_error_message
             if e_responses.unknown_tagged_fields:
                 _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
             else:

@@ -388,19 +388,19 @@ def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 out.append(0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=6)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_topics_name
             out += _S0.pack(e_topics.topic_id.bytes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
@@ -746,15 +746,15 @@ def _encode_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_responses))
         for e_responses in x_responses:
-            x_name = e_responses.name
-            if x_name is None:
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S2.pack(len(b_name))
-                out += b_name
+                out += _S2.pack(len(b_responses_name))
+                out += b_responses_name
             out += _S2.pack(e_responses.error_code)
             if e_responses.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -805,15 +805,15 @@ def _encode_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_responses))
         for e_responses in x_responses:
-            x_name = e_responses.name
-            if x_name is None:
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                out += _S2.pack(len(b_name))
-                out += b_name
+                out += _S2.pack(len(b_responses_name))
+                out += b_responses_name
             out += _S2.pack(e_responses.error_code)
             if e_responses.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -916,19 +916,19 @@ def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            x_name = e_responses.name
-            if x_name is None:
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=4)
-                m = len(b_name) + 1
+                m = len(b_responses_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_responses_name
             out += _S2.pack(e_responses.error_code)
             if e_responses.unknown_tagged_fields:
                 _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
@@ -1050,33 +1050,33 @@ def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            x_name = e_responses.name
-            if x_name is None:
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=5)
-                m = len(b_name) + 1
+                m = len(b_responses_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_responses_name
             out += _S2.pack(e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=5)
-                m = len(b_error_message) + 1
+                m = len(b_responses_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_responses_error_message
             if e_responses.unknown_tagged_fields:
                 _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
             else:
@@ -1197,33 +1197,33 @@ def _encode_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            x_name = e_responses.name
-            if x_name is None:
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
                 out.append(0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=6)
-                m = len(b_name) + 1
+                m = len(b_responses_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_responses_name
             out += _S3.pack(e_responses.topic_id.bytes, e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=6)
-                m = len(b_error_message) + 1
+                m = len(b_responses_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_responses_error_message
             if e_responses.unknown_tagged_fields:
                 _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
             else:

@@ -607,24 +607,24 @@ def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, out
     else:
         out += _S4.pack(len(x_acls))
         for e_acls in x_acls:
-            x_principal = e_acls.principal
-            if x_principal is None:
+            x_acls_principal = e_acls.principal
+            if x_acls_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_acls_principal = x_acls_principal.encode()
+                if len(b_acls_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=0)
-                out += _S3.pack(len(b_principal))
-                out += b_principal
-            x_host = e_acls.host
-            if x_host is None:
+                out += _S3.pack(len(b_acls_principal))
+                out += b_acls_principal
+            x_acls_host = e_acls.host
+            if x_acls_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_acls_host = x_acls_host.encode()
+                if len(b_acls_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                out += _S3.pack(len(b_host))
-                out += b_host
+                out += _S3.pack(len(b_acls_host))
+                out += b_acls_host
             out += _S1.pack(e_acls.operation, e_acls.permission_type)
             if e_acls.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -705,24 +705,24 @@ def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, out
     else:
         out += _S4.pack(len(x_acls))
         for e_acls in x_acls:
-            x_principal = e_acls.principal
-            if x_principal is None:
+            x_acls_principal = e_acls.principal
+            if x_acls_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_acls_principal = x_acls_principal.encode()
+                if len(b_acls_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=1)
-                out += _S3.pack(len(b_principal))
-                out += b_principal
-            x_host = e_acls.host
-            if x_host is None:
+                out += _S3.pack(len(b_acls_principal))
+                out += b_acls_principal
+            x_acls_host = e_acls.host
+            if x_acls_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_acls_host = x_acls_host.encode()
+                if len(b_acls_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                out += _S3.pack(len(b_host))
-                out += b_host
+                out += _S3.pack(len(b_acls_host))
+                out += b_acls_host
             out += _S1.pack(e_acls.operation, e_acls.permission_type)
             if e_acls.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -871,32 +871,32 @@ def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, out
         else:
             _write_uvarint(out, m)
         for e_acls in x_acls:
-            x_principal = e_acls.principal
-            if x_principal is None:
+            x_acls_principal = e_acls.principal
+            if x_acls_principal is None:
                 raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
             else:
-                b_principal = x_principal.encode()
-                if len(b_principal) > 0x7FFF:
+                b_acls_principal = x_acls_principal.encode()
+                if len(b_acls_principal) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Principal is too long', version=2)
-                m = len(b_principal) + 1
+                m = len(b_acls_principal) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_principal
-            x_host = e_acls.host
-            if x_host is None:
+                out += b_acls_principal
+            x_acls_host = e_acls.host
+            if x_acls_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_acls_host = x_acls_host.encode()
+                if len(b_acls_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                m = len(b_host) + 1
+                m = len(b_acls_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_acls_host
             out += _S1.pack(e_acls.operation, e_acls.permission_type)
             if e_acls.unknown_tagged_fields:
                 _write_tagged(out, [], e_acls.unknown_tagged_fields, frozenset())

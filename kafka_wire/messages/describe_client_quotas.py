@@ -306,25 +306,25 @@ def _encode_DescribeClientQuotasRequest_v0(o: DescribeClientQuotasRequest, out: 
     else:
         out += _S3.pack(len(x_components))
         for e_components in x_components:
-            x_entity_type = e_components.entity_type
-            if x_entity_type is None:
+            x_components_entity_type = e_components.entity_type
+            if x_components_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_components_entity_type = x_components_entity_type.encode()
+                if len(b_components_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-                out += _S1.pack(len(b_entity_type))
-                out += b_entity_type
+                out += _S1.pack(len(b_components_entity_type))
+                out += b_components_entity_type
             out += _S2.pack(e_components.match_type)
-            x_match = e_components.match
-            if x_match is None:
+            x_components_match = e_components.match
+            if x_components_match is None:
                 out += b'\xff\xff'
             else:
-                b_match = x_match.encode()
-                if len(b_match) > 0x7FFF:
+                b_components_match = x_components_match.encode()
+                if len(b_components_match) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Match is too long', version=0)
-                out += _S1.pack(len(b_match))
-                out += b_match
+                out += _S1.pack(len(b_components_match))
+                out += b_components_match
             if e_components.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     out += _S4.pack(o.strict)
@@ -440,33 +440,33 @@ def _encode_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, out: 
         else:
             _write_uvarint(out, m)
         for e_components in x_components:
-            x_entity_type = e_components.entity_type
-            if x_entity_type is None:
+            x_components_entity_type = e_components.entity_type
+            if x_components_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_components_entity_type = x_components_entity_type.encode()
+                if len(b_components_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-                m = len(b_entity_type) + 1
+                m = len(b_components_entity_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_type
+                out += b_components_entity_type
             out += _S2.pack(e_components.match_type)
-            x_match = e_components.match
-            if x_match is None:
+            x_components_match = e_components.match
+            if x_components_match is None:
                 out.append(0)
             else:
-                b_match = x_match.encode()
-                if len(b_match) > 0x7FFF:
+                b_components_match = x_components_match.encode()
+                if len(b_components_match) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Match is too long', version=1)
-                m = len(b_match) + 1
+                m = len(b_components_match) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_match
+                out += b_components_match
             if e_components.unknown_tagged_fields:
                 _write_tagged(out, [], e_components.unknown_tagged_fields, frozenset())
             else:
@@ -790,24 +790,24 @@ def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResp
     else:
         out += _S3.pack(len(x_entity))
         for e_entity in x_entity:
-            x_entity_type = e_entity.entity_type
-            if x_entity_type is None:
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-                out += _S1.pack(len(b_entity_type))
-                out += b_entity_type
-            x_entity_name = e_entity.entity_name
-            if x_entity_name is None:
+                out += _S1.pack(len(b_entity_entity_type))
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
                 out += b'\xff\xff'
             else:
-                b_entity_name = x_entity_name.encode()
-                if len(b_entity_name) > 0x7FFF:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-                out += _S1.pack(len(b_entity_name))
-                out += b_entity_name
+                out += _S1.pack(len(b_entity_entity_name))
+                out += b_entity_entity_name
             if e_entity.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     x_values = o.values
@@ -816,15 +816,15 @@ def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResp
     else:
         out += _S3.pack(len(x_values))
         for e_values in x_values:
-            x_key = e_values.key
-            if x_key is None:
+            x_values_key = e_values.key
+            if x_values_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_values_key = x_values_key.encode()
+                if len(b_values_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=0)
-                out += _S1.pack(len(b_key))
-                out += b_key
+                out += _S1.pack(len(b_values_key))
+                out += b_values_key
             out += _S5.pack(e_values.value)
             if e_values.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -990,32 +990,32 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
         else:
             _write_uvarint(out, m)
         for e_entity in x_entity:
-            x_entity_type = e_entity.entity_type
-            if x_entity_type is None:
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
                 raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
             else:
-                b_entity_type = x_entity_type.encode()
-                if len(b_entity_type) > 0x7FFF:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityType is too long', version=1)
-                m = len(b_entity_type) + 1
+                m = len(b_entity_entity_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_type
-            x_entity_name = e_entity.entity_name
-            if x_entity_name is None:
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
                 out.append(0)
             else:
-                b_entity_name = x_entity_name.encode()
-                if len(b_entity_name) > 0x7FFF:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field EntityName is too long', version=1)
-                m = len(b_entity_name) + 1
+                m = len(b_entity_entity_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_entity_name
+                out += b_entity_entity_name
             if e_entity.unknown_tagged_fields:
                 _write_tagged(out, [], e_entity.unknown_tagged_fields, frozenset())
             else:
@@ -1030,19 +1030,19 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
         else:
             _write_uvarint(out, m)
         for e_values in x_values:
-            x_key = e_values.key
-            if x_key is None:
+            x_values_key = e_values.key
+            if x_values_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_values_key = x_values_key.encode()
+                if len(b_values_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=1)
-                m = len(b_key) + 1
+                m = len(b_values_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
+                out += b_values_key
             out += _S5.pack(e_values.value)
             if e_values.unknown_tagged_fields:
                 _write_tagged(out, [], e_values.unknown_tagged_fields, frozenset())

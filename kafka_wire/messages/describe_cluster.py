@@ -577,33 +577,33 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, out: bytearra
             if bool(e_brokers.is_fenced):
                 raise FieldNotInVersionError('non-default IsFenced cannot be written', version=0)
             out += _S3.pack(e_brokers.broker_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S3.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=0)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:
@@ -796,33 +796,33 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, out: bytearra
             if bool(e_brokers.is_fenced):
                 raise FieldNotInVersionError('non-default IsFenced cannot be written', version=1)
             out += _S3.pack(e_brokers.broker_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S3.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=1)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:
@@ -1014,33 +1014,33 @@ def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, out: bytearra
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
             out += _S3.pack(e_brokers.broker_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S3.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=2)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             out += _S0.pack(e_brokers.is_fenced)
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())

@@ -782,24 +782,24 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
     else:
         out += _S1.pack(len(x_synonyms))
         for e_synonyms in x_synonyms:
-            x_name = e_synonyms.name
-            if x_name is None:
+            x_synonyms_name = e_synonyms.name
+            if x_synonyms_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_synonyms_name = x_synonyms_name.encode()
+                if len(b_synonyms_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                out += _S3.pack(len(b_name))
-                out += b_name
-            x_value = e_synonyms.value
-            if x_value is None:
+                out += _S3.pack(len(b_synonyms_name))
+                out += b_synonyms_name
+            x_synonyms_value = e_synonyms.value
+            if x_synonyms_value is None:
                 out += b'\xff\xff'
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_synonyms_value = x_synonyms_value.encode()
+                if len(b_synonyms_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=1)
-                out += _S3.pack(len(b_value))
-                out += b_value
+                out += _S3.pack(len(b_synonyms_value))
+                out += b_synonyms_value
             out += _S2.pack(e_synonyms.source)
             if e_synonyms.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -911,24 +911,24 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
     else:
         out += _S1.pack(len(x_synonyms))
         for e_synonyms in x_synonyms:
-            x_name = e_synonyms.name
-            if x_name is None:
+            x_synonyms_name = e_synonyms.name
+            if x_synonyms_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_synonyms_name = x_synonyms_name.encode()
+                if len(b_synonyms_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=3)
-                out += _S3.pack(len(b_name))
-                out += b_name
-            x_value = e_synonyms.value
-            if x_value is None:
+                out += _S3.pack(len(b_synonyms_name))
+                out += b_synonyms_name
+            x_synonyms_value = e_synonyms.value
+            if x_synonyms_value is None:
                 out += b'\xff\xff'
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_synonyms_value = x_synonyms_value.encode()
+                if len(b_synonyms_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=3)
-                out += _S3.pack(len(b_value))
-                out += b_value
+                out += _S3.pack(len(b_synonyms_value))
+                out += b_synonyms_value
             out += _S2.pack(e_synonyms.source)
             if e_synonyms.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
@@ -1134,32 +1134,32 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
         else:
             _write_uvarint(out, m)
         for e_synonyms in x_synonyms:
-            x_name = e_synonyms.name
-            if x_name is None:
+            x_synonyms_name = e_synonyms.name
+            if x_synonyms_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_synonyms_name = x_synonyms_name.encode()
+                if len(b_synonyms_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=4)
-                m = len(b_name) + 1
+                m = len(b_synonyms_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_value = e_synonyms.value
-            if x_value is None:
+                out += b_synonyms_name
+            x_synonyms_value = e_synonyms.value
+            if x_synonyms_value is None:
                 out.append(0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_synonyms_value = x_synonyms_value.encode()
+                if len(b_synonyms_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=4)
-                m = len(b_value) + 1
+                m = len(b_synonyms_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_synonyms_value
             out += _S2.pack(e_synonyms.source)
             if e_synonyms.unknown_tagged_fields:
                 _write_tagged(out, [], e_synonyms.unknown_tagged_fields, frozenset())
@@ -1283,24 +1283,24 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, o
     else:
         out += _S1.pack(len(x_configs))
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S3.pack(len(b_name))
-                out += b_name
-            x_value = e_configs.value
-            if x_value is None:
+                out += _S3.pack(len(b_configs_name))
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out += b'\xff\xff'
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                out += _S3.pack(len(b_value))
-                out += b_value
+                out += _S3.pack(len(b_configs_value))
+                out += b_configs_value
             out += _S6.pack(e_configs.read_only, e_configs.is_default, e_configs.is_sensitive)
             if e_configs.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')

@@ -859,47 +859,47 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_client_id = e_members.client_id
-            if x_client_id is None:
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
                 raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
             else:
-                b_client_id = x_client_id.encode()
-                if len(b_client_id) > 0x7FFF:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientId is too long', version=0)
-                out += _S1.pack(len(b_client_id))
-                out += b_client_id
-            x_client_host = e_members.client_host
-            if x_client_host is None:
+                out += _S1.pack(len(b_members_client_id))
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
                 raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
             else:
-                b_client_host = x_client_host.encode()
-                if len(b_client_host) > 0x7FFF:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
-                out += _S1.pack(len(b_client_host))
-                out += b_client_host
-            x_member_metadata = e_members.member_metadata
-            if x_member_metadata is None:
+                out += _S1.pack(len(b_members_client_host))
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=0)
             else:
-                b_member_metadata = x_member_metadata
-                out += _S0.pack(len(b_member_metadata))
-                out += b_member_metadata
-            x_member_assignment = e_members.member_assignment
-            if x_member_assignment is None:
+                b_members_member_metadata = x_members_member_metadata
+                out += _S0.pack(len(b_members_member_metadata))
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=0)
             else:
-                b_member_assignment = x_member_assignment
-                out += _S0.pack(len(b_member_assignment))
-                out += b_member_assignment
+                b_members_member_assignment = x_members_member_assignment
+                out += _S0.pack(len(b_members_member_assignment))
+                out += b_members_member_assignment
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -1069,47 +1069,47 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_client_id = e_members.client_id
-            if x_client_id is None:
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
                 raise ValueOutOfRangeError('non-nullable field ClientId is None', version=3)
             else:
-                b_client_id = x_client_id.encode()
-                if len(b_client_id) > 0x7FFF:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientId is too long', version=3)
-                out += _S1.pack(len(b_client_id))
-                out += b_client_id
-            x_client_host = e_members.client_host
-            if x_client_host is None:
+                out += _S1.pack(len(b_members_client_id))
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
                 raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=3)
             else:
-                b_client_host = x_client_host.encode()
-                if len(b_client_host) > 0x7FFF:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientHost is too long', version=3)
-                out += _S1.pack(len(b_client_host))
-                out += b_client_host
-            x_member_metadata = e_members.member_metadata
-            if x_member_metadata is None:
+                out += _S1.pack(len(b_members_client_host))
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=3)
             else:
-                b_member_metadata = x_member_metadata
-                out += _S0.pack(len(b_member_metadata))
-                out += b_member_metadata
-            x_member_assignment = e_members.member_assignment
-            if x_member_assignment is None:
+                b_members_member_metadata = x_members_member_metadata
+                out += _S0.pack(len(b_members_member_metadata))
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=3)
             else:
-                b_member_assignment = x_member_assignment
-                out += _S0.pack(len(b_member_assignment))
-                out += b_member_assignment
+                b_members_member_assignment = x_members_member_assignment
+                out += _S0.pack(len(b_members_member_assignment))
+                out += b_members_member_assignment
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
     out += _S0.pack(o.authorized_operations)
@@ -1289,56 +1289,56 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out += b'\xff\xff'
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-                out += _S1.pack(len(b_group_instance_id))
-                out += b_group_instance_id
-            x_client_id = e_members.client_id
-            if x_client_id is None:
+                out += _S1.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
                 raise ValueOutOfRangeError('non-nullable field ClientId is None', version=4)
             else:
-                b_client_id = x_client_id.encode()
-                if len(b_client_id) > 0x7FFF:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientId is too long', version=4)
-                out += _S1.pack(len(b_client_id))
-                out += b_client_id
-            x_client_host = e_members.client_host
-            if x_client_host is None:
+                out += _S1.pack(len(b_members_client_id))
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
                 raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=4)
             else:
-                b_client_host = x_client_host.encode()
-                if len(b_client_host) > 0x7FFF:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientHost is too long', version=4)
-                out += _S1.pack(len(b_client_host))
-                out += b_client_host
-            x_member_metadata = e_members.member_metadata
-            if x_member_metadata is None:
+                out += _S1.pack(len(b_members_client_host))
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=4)
             else:
-                b_member_metadata = x_member_metadata
-                out += _S0.pack(len(b_member_metadata))
-                out += b_member_metadata
-            x_member_assignment = e_members.member_assignment
-            if x_member_assignment is None:
+                b_members_member_metadata = x_members_member_metadata
+                out += _S0.pack(len(b_members_member_metadata))
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=4)
             else:
-                b_member_assignment = x_member_assignment
-                out += _S0.pack(len(b_member_assignment))
-                out += b_member_assignment
+                b_members_member_assignment = x_members_member_assignment
+                out += _S0.pack(len(b_members_member_assignment))
+                out += b_members_member_assignment
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 4')
     out += _S0.pack(o.authorized_operations)
@@ -1634,80 +1634,80 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
-            x_client_id = e_members.client_id
-            if x_client_id is None:
+                out += b_members_group_instance_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
                 raise ValueOutOfRangeError('non-nullable field ClientId is None', version=5)
             else:
-                b_client_id = x_client_id.encode()
-                if len(b_client_id) > 0x7FFF:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientId is too long', version=5)
-                m = len(b_client_id) + 1
+                m = len(b_members_client_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_client_id
-            x_client_host = e_members.client_host
-            if x_client_host is None:
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
                 raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=5)
             else:
-                b_client_host = x_client_host.encode()
-                if len(b_client_host) > 0x7FFF:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientHost is too long', version=5)
-                m = len(b_client_host) + 1
+                m = len(b_members_client_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_client_host
-            x_member_metadata = e_members.member_metadata
-            if x_member_metadata is None:
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=5)
             else:
-                b_member_metadata = x_member_metadata
-                m = len(b_member_metadata) + 1
+                b_members_member_metadata = x_members_member_metadata
+                m = len(b_members_member_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_metadata
-            x_member_assignment = e_members.member_assignment
-            if x_member_assignment is None:
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=5)
             else:
-                b_member_assignment = x_member_assignment
-                m = len(b_member_assignment) + 1
+                b_members_member_assignment = x_members_member_assignment
+                m = len(b_members_member_assignment) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_assignment
+                out += b_members_member_assignment
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:
@@ -2033,80 +2033,80 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
-            x_client_id = e_members.client_id
-            if x_client_id is None:
+                out += b_members_group_instance_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
                 raise ValueOutOfRangeError('non-nullable field ClientId is None', version=6)
             else:
-                b_client_id = x_client_id.encode()
-                if len(b_client_id) > 0x7FFF:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientId is too long', version=6)
-                m = len(b_client_id) + 1
+                m = len(b_members_client_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_client_id
-            x_client_host = e_members.client_host
-            if x_client_host is None:
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
                 raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=6)
             else:
-                b_client_host = x_client_host.encode()
-                if len(b_client_host) > 0x7FFF:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ClientHost is too long', version=6)
-                m = len(b_client_host) + 1
+                m = len(b_members_client_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_client_host
-            x_member_metadata = e_members.member_metadata
-            if x_member_metadata is None:
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=6)
             else:
-                b_member_metadata = x_member_metadata
-                m = len(b_member_metadata) + 1
+                b_members_member_metadata = x_members_member_metadata
+                m = len(b_members_member_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_metadata
-            x_member_assignment = e_members.member_assignment
-            if x_member_assignment is None:
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=6)
             else:
-                b_member_assignment = x_member_assignment
-                m = len(b_member_assignment) + 1
+                b_members_member_assignment = x_members_member_assignment
+                m = len(b_members_member_assignment) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_assignment
+                out += b_members_member_assignment
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:

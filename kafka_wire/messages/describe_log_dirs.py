@@ -313,21 +313,21 @@ def _encode_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, out: bytearray)
     else:
         out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
-            x_topic = e_topics.topic
-            if x_topic is None:
+            x_topics_topic = e_topics.topic
+            if x_topics_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_topics_topic = x_topics_topic.encode()
+                if len(b_topics_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=0)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_topics.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_topics_topic))
+                out += b_topics_topic
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_topics_partitions = len(x_topics_partitions)
+                out += (_Ci32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>i{k_topics_partitions}i')).pack(k_topics_partitions, *x_topics_partitions)
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -438,30 +438,30 @@ def _encode_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, out: bytearray)
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_topic = e_topics.topic
-            if x_topic is None:
+            x_topics_topic = e_topics.topic
+            if x_topics_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_topics_topic = x_topics_topic.encode()
+                if len(b_topics_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=2)
-                m = len(b_topic) + 1
+                m = len(b_topics_topic) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic
-            x_partitions = e_topics.partitions
-            if x_partitions is None:
+                out += b_topics_topic
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:

@@ -356,30 +356,30 @@ def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffset
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_topic_name = e_topics.topic_name
-            if x_topic_name is None:
+            x_topics_topic_name = e_topics.topic_name
+            if x_topics_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_topics_topic_name = x_topics_topic_name.encode()
+                if len(b_topics_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                m = len(b_topic_name) + 1
+                m = len(b_topics_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
-            x_partitions = e_topics.partitions
-            if x_partitions is None:
+                out += b_topics_topic_name
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -704,19 +704,19 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffse
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S0.pack(e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.error_code)
-            x_error_message = e_partitions.error_message
-            if x_error_message is None:
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_partitions_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partitions_error_message
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -851,19 +851,19 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffse
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S1.pack(e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.lag, e_partitions.error_code)
-            x_error_message = e_partitions.error_message
-            if x_error_message is None:
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-                m = len(b_error_message) + 1
+                m = len(b_partitions_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partitions_error_message
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

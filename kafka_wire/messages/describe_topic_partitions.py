@@ -367,19 +367,19 @@ def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest,
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -760,61 +760,61 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsRe
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S2.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                m = k_replica_nodes + 1
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>{k_replica_nodes}i')).pack(*x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                m = k_isr_nodes + 1
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>{k_isr_nodes}i')).pack(*x_isr_nodes)
-            x_eligible_leader_replicas = e_partitions.eligible_leader_replicas
-            if x_eligible_leader_replicas is None:
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_eligible_leader_replicas = e_partitions.eligible_leader_replicas
+            if x_partitions_eligible_leader_replicas is None:
                 out.append(0)
             else:
-                k_eligible_leader_replicas = len(x_eligible_leader_replicas)
-                m = k_eligible_leader_replicas + 1
+                k_partitions_eligible_leader_replicas = len(x_partitions_eligible_leader_replicas)
+                m = k_partitions_eligible_leader_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_eligible_leader_replicas] if k_eligible_leader_replicas < 64 else _Struct(f'>{k_eligible_leader_replicas}i')).pack(*x_eligible_leader_replicas)
-            x_last_known_elr = e_partitions.last_known_elr
-            if x_last_known_elr is None:
+                out += (_Ai32[k_partitions_eligible_leader_replicas] if k_partitions_eligible_leader_replicas < 64 else _Struct(f'>{k_partitions_eligible_leader_replicas}i')).pack(*x_partitions_eligible_leader_replicas)
+            x_partitions_last_known_elr = e_partitions.last_known_elr
+            if x_partitions_last_known_elr is None:
                 out.append(0)
             else:
-                k_last_known_elr = len(x_last_known_elr)
-                m = k_last_known_elr + 1
+                k_partitions_last_known_elr = len(x_partitions_last_known_elr)
+                m = k_partitions_last_known_elr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_last_known_elr] if k_last_known_elr < 64 else _Struct(f'>{k_last_known_elr}i')).pack(*x_last_known_elr)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                out += (_Ai32[k_partitions_last_known_elr] if k_partitions_last_known_elr < 64 else _Struct(f'>{k_partitions_last_known_elr}i')).pack(*x_partitions_last_known_elr)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=0)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                m = k_offline_replicas + 1
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

@@ -238,19 +238,19 @@ def _encode_DescribeUserScramCredentialsRequest_v0(o: DescribeUserScramCredentia
         else:
             _write_uvarint(out, m)
         for e_users in x_users:
-            x_name = e_users.name
-            if x_name is None:
+            x_users_name = e_users.name
+            if x_users_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_users_name = x_users_name.encode()
+                if len(b_users_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_users_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_users_name
             if e_users.unknown_tagged_fields:
                 _write_tagged(out, [], e_users.unknown_tagged_fields, frozenset())
             else:

@@ -298,21 +298,21 @@ def _encode_ElectLeadersRequest_v0(o: ElectLeadersRequest, out: bytearray) -> No
     else:
         out += _S0.pack(len(x_topic_partitions))
         for e_topic_partitions in x_topic_partitions:
-            x_topic = e_topic_partitions.topic
-            if x_topic is None:
+            x_topic_partitions_topic = e_topic_partitions.topic
+            if x_topic_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_topic_partitions_topic = x_topic_partitions_topic.encode()
+                if len(b_topic_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=0)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_topic_partitions.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_topic_partitions_topic))
+                out += b_topic_partitions_topic
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                out += (_Ci32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>i{k_topic_partitions_partitions}i')).pack(k_topic_partitions_partitions, *x_topic_partitions_partitions)
             if e_topic_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     out += _S0.pack(o.timeout_ms)
@@ -373,21 +373,21 @@ def _encode_ElectLeadersRequest_v1(o: ElectLeadersRequest, out: bytearray) -> No
     else:
         out += _S0.pack(len(x_topic_partitions))
         for e_topic_partitions in x_topic_partitions:
-            x_topic = e_topic_partitions.topic
-            if x_topic is None:
+            x_topic_partitions_topic = e_topic_partitions.topic
+            if x_topic_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_topic_partitions_topic = x_topic_partitions_topic.encode()
+                if len(b_topic_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=1)
-                out += _S1.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_topic_partitions.partitions
-            if x_partitions is None:
+                out += _S1.pack(len(b_topic_partitions_topic))
+                out += b_topic_partitions_topic
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                out += (_Ci32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>i{k_topic_partitions_partitions}i')).pack(k_topic_partitions_partitions, *x_topic_partitions_partitions)
             if e_topic_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     out += _S0.pack(o.timeout_ms)
@@ -504,30 +504,30 @@ def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            x_topic = e_topic_partitions.topic
-            if x_topic is None:
+            x_topic_partitions_topic = e_topic_partitions.topic
+            if x_topic_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_topic_partitions_topic = x_topic_partitions_topic.encode()
+                if len(b_topic_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=2)
-                m = len(b_topic) + 1
+                m = len(b_topic_partitions_topic) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic
-            x_partitions = e_topic_partitions.partitions
-            if x_partitions is None:
+                out += b_topic_partitions_topic
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
             if e_topic_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -697,15 +697,15 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v0(o: ElectLeadersResponse
         out += _S0.pack(len(x_partition_result))
         for e_partition_result in x_partition_result:
             out += _S5.pack(e_partition_result.partition_id, e_partition_result.error_code)
-            x_error_message = e_partition_result.error_message
-            if x_error_message is None:
+            x_partition_result_error_message = e_partition_result.error_message
+            if x_partition_result_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partition_result_error_message = x_partition_result_error_message.encode()
+                if len(b_partition_result_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                out += _S1.pack(len(b_error_message))
-                out += b_error_message
+                out += _S1.pack(len(b_partition_result_error_message))
+                out += b_partition_result_error_message
             if e_partition_result.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -832,19 +832,19 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponse
             _write_uvarint(out, m)
         for e_partition_result in x_partition_result:
             out += _S5.pack(e_partition_result.partition_id, e_partition_result.error_code)
-            x_error_message = e_partition_result.error_message
-            if x_error_message is None:
+            x_partition_result_error_message = e_partition_result.error_message
+            if x_partition_result_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partition_result_error_message = x_partition_result_error_message.encode()
+                if len(b_partition_result_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
-                m = len(b_error_message) + 1
+                m = len(b_partition_result_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partition_result_error_message
             if e_partition_result.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_result.unknown_tagged_fields, frozenset())
             else:

@@ -389,12 +389,12 @@ def _encode_EndQuorumEpochRequestTopicData_v0(o: EndQuorumEpochRequestTopicData,
         out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S2.pack(e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_preferred_successors = e_partitions.preferred_successors
-            if x_preferred_successors is None:
+            x_partitions_preferred_successors = e_partitions.preferred_successors
+            if x_partitions_preferred_successors is None:
                 raise ValueOutOfRangeError('non-nullable field PreferredSuccessors is None', version=0)
             else:
-                k_preferred_successors = len(x_preferred_successors)
-                out += (_Ci32[k_preferred_successors] if k_preferred_successors < 64 else _Struct(f'>i{k_preferred_successors}i')).pack(k_preferred_successors, *x_preferred_successors)
+                k_partitions_preferred_successors = len(x_partitions_preferred_successors)
+                out += (_Ci32[k_partitions_preferred_successors] if k_partitions_preferred_successors < 64 else _Struct(f'>i{k_partitions_preferred_successors}i')).pack(k_partitions_preferred_successors, *x_partitions_preferred_successors)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -798,32 +798,32 @@ def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, out: bytearray) -
         else:
             _write_uvarint(out, m)
         for e_leader_endpoints in x_leader_endpoints:
-            x_name = e_leader_endpoints.name
-            if x_name is None:
+            x_leader_endpoints_name = e_leader_endpoints.name
+            if x_leader_endpoints_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_leader_endpoints_name = x_leader_endpoints_name.encode()
+                if len(b_leader_endpoints_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_leader_endpoints_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_leader_endpoints.host
-            if x_host is None:
+                out += b_leader_endpoints_name
+            x_leader_endpoints_host = e_leader_endpoints.host
+            if x_leader_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_leader_endpoints_host = x_leader_endpoints_host.encode()
+                if len(b_leader_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                m = len(b_host) + 1
+                m = len(b_leader_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_leader_endpoints_host
             out += _S5.pack(e_leader_endpoints.port)
             if e_leader_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_leader_endpoints.unknown_tagged_fields, frozenset())
@@ -1286,19 +1286,19 @@ def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray)
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
                 t += _S3.pack(e_node_endpoints.node_id)
-                x_host = e_node_endpoints.host
-                if x_host is None:
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
                 else:
-                    b_host = x_host.encode()
-                    if len(b_host) > 0x7FFF:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
-                    m = len(b_host) + 1
+                    m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_host
+                    t += b_node_endpoints_host
                 t += _S5.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
                     _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())

@@ -1591,21 +1591,21 @@ def _encode_FetchRequest_v7(o: FetchRequest, out: bytearray) -> None:
     else:
         out += _S7.pack(len(x_forgotten_topics_data))
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            x_topic = e_forgotten_topics_data.topic
-            if x_topic is None:
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=7)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=7)
-                out += _S8.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+                out += _S8.pack(len(b_forgotten_topics_data_topic))
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                out += (_Ci32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>i{k_forgotten_topics_data_partitions}i')).pack(k_forgotten_topics_data_partitions, *x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 7')
     if o.unknown_tagged_fields:
@@ -1689,21 +1689,21 @@ def _encode_FetchRequest_v9(o: FetchRequest, out: bytearray) -> None:
     else:
         out += _S7.pack(len(x_forgotten_topics_data))
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            x_topic = e_forgotten_topics_data.topic
-            if x_topic is None:
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=9)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=9)
-                out += _S8.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+                out += _S8.pack(len(b_forgotten_topics_data_topic))
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                out += (_Ci32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>i{k_forgotten_topics_data_partitions}i')).pack(k_forgotten_topics_data_partitions, *x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 9')
     if o.unknown_tagged_fields:
@@ -1796,21 +1796,21 @@ def _encode_FetchRequest_v11(o: FetchRequest, out: bytearray) -> None:
     else:
         out += _S7.pack(len(x_forgotten_topics_data))
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            x_topic = e_forgotten_topics_data.topic
-            if x_topic is None:
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=11)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=11)
-                out += _S8.pack(len(b_topic))
-                out += b_topic
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+                out += _S8.pack(len(b_forgotten_topics_data_topic))
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
             else:
-                k_partitions = len(x_partitions)
-                out += (_Ci32[k_partitions] if k_partitions < 64 else _Struct(f'>i{k_partitions}i')).pack(k_partitions, *x_partitions)
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                out += (_Ci32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>i{k_forgotten_topics_data_partitions}i')).pack(k_forgotten_topics_data_partitions, *x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 11')
     x_rack_id = o.rack_id
@@ -2001,30 +2001,30 @@ def _encode_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            x_topic = e_forgotten_topics_data.topic
-            if x_topic is None:
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=12)
-                m = len(b_topic) + 1
+                m = len(b_forgotten_topics_data_topic) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -2228,17 +2228,17 @@ def _encode_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -2443,17 +2443,17 @@ def _encode_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=15)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -2662,17 +2662,17 @@ def _encode_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=17)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -2881,17 +2881,17 @@ def _encode_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=18)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -4450,33 +4450,33 @@ def _encode_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
                 t += _S7.pack(e_node_endpoints.node_id)
-                x_host = e_node_endpoints.host
-                if x_host is None:
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=16)
                 else:
-                    b_host = x_host.encode()
-                    if len(b_host) > 0x7FFF:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Host is too long', version=16)
-                    m = len(b_host) + 1
+                    m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_host
+                    t += b_node_endpoints_host
                 t += _S7.pack(e_node_endpoints.port)
-                x_rack = e_node_endpoints.rack
-                if x_rack is None:
+                x_node_endpoints_rack = e_node_endpoints.rack
+                if x_node_endpoints_rack is None:
                     t.append(0)
                 else:
-                    b_rack = x_rack.encode()
-                    if len(b_rack) > 0x7FFF:
+                    b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                    if len(b_node_endpoints_rack) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Rack is too long', version=16)
-                    m = len(b_rack) + 1
+                    m = len(b_node_endpoints_rack) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_rack
+                    t += b_node_endpoints_rack
                 if e_node_endpoints.unknown_tagged_fields:
                     _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:

@@ -784,47 +784,47 @@ def _encode_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_coordinators in x_coordinators:
-            x_key = e_coordinators.key
-            if x_key is None:
+            x_coordinators_key = e_coordinators.key
+            if x_coordinators_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=4)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_coordinators_key = x_coordinators_key.encode()
+                if len(b_coordinators_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=4)
-                m = len(b_key) + 1
+                m = len(b_coordinators_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
+                out += b_coordinators_key
             out += _S2.pack(e_coordinators.node_id)
-            x_host = e_coordinators.host
-            if x_host is None:
+            x_coordinators_host = e_coordinators.host
+            if x_coordinators_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=4)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_coordinators_host = x_coordinators_host.encode()
+                if len(b_coordinators_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=4)
-                m = len(b_host) + 1
+                m = len(b_coordinators_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_coordinators_host
             out += _S3.pack(e_coordinators.port, e_coordinators.error_code)
-            x_error_message = e_coordinators.error_message
-            if x_error_message is None:
+            x_coordinators_error_message = e_coordinators.error_message
+            if x_coordinators_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_coordinators_error_message = x_coordinators_error_message.encode()
+                if len(b_coordinators_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=4)
-                m = len(b_error_message) + 1
+                m = len(b_coordinators_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_coordinators_error_message
             if e_coordinators.unknown_tagged_fields:
                 _write_tagged(out, [], e_coordinators.unknown_tagged_fields, frozenset())
             else:

@@ -315,25 +315,25 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: Incremental
     else:
         out += _S3.pack(len(x_configs))
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S1.pack(len(b_name))
-                out += b_name
+                out += _S1.pack(len(b_configs_name))
+                out += b_configs_name
             out += _S2.pack(e_configs.config_operation)
-            x_value = e_configs.value
-            if x_value is None:
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out += b'\xff\xff'
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                out += _S1.pack(len(b_value))
-                out += b_value
+                out += _S1.pack(len(b_configs_value))
+                out += b_configs_value
             if e_configs.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -478,33 +478,33 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: Incremental
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            x_name = e_configs.name
-            if x_name is None:
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_configs_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_configs_name
             out += _S2.pack(e_configs.config_operation)
-            x_value = e_configs.value
-            if x_value is None:
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
                 out.append(0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=1)
-                m = len(b_value) + 1
+                m = len(b_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_configs_value
             if e_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
             else:
@@ -819,25 +819,25 @@ def _encode_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsRespons
         out += _S3.pack(len(x_responses))
         for e_responses in x_responses:
             out += _S1.pack(e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                out += _S1.pack(len(b_error_message))
-                out += b_error_message
+                out += _S1.pack(len(b_responses_error_message))
+                out += b_responses_error_message
             out += _S2.pack(e_responses.resource_type)
-            x_resource_name = e_responses.resource_name
-            if x_resource_name is None:
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-                out += _S1.pack(len(b_resource_name))
-                out += b_resource_name
+                out += _S1.pack(len(b_responses_resource_name))
+                out += b_responses_resource_name
             if e_responses.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -956,33 +956,33 @@ def _encode_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsRespons
             _write_uvarint(out, m)
         for e_responses in x_responses:
             out += _S1.pack(e_responses.error_code)
-            x_error_message = e_responses.error_message
-            if x_error_message is None:
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-                m = len(b_error_message) + 1
+                m = len(b_responses_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_responses_error_message
             out += _S2.pack(e_responses.resource_type)
-            x_resource_name = e_responses.resource_name
-            if x_resource_name is None:
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-                m = len(b_resource_name) + 1
+                m = len(b_responses_resource_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name
+                out += b_responses_resource_name
             if e_responses.unknown_tagged_fields:
                 _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
             else:

@@ -355,22 +355,22 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_protocols))
         for e_protocols in x_protocols:
-            x_name = e_protocols.name
-            if x_name is None:
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S1.pack(len(b_name))
-                out += b_name
-            x_metadata = e_protocols.metadata
-            if x_metadata is None:
+                out += _S1.pack(len(b_protocols_name))
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
             else:
-                b_metadata = x_metadata
-                out += _S0.pack(len(b_metadata))
-                out += b_metadata
+                b_protocols_metadata = x_protocols_metadata
+                out += _S0.pack(len(b_protocols_metadata))
+                out += b_protocols_metadata
             if e_protocols.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -489,22 +489,22 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_protocols))
         for e_protocols in x_protocols:
-            x_name = e_protocols.name
-            if x_name is None:
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                out += _S1.pack(len(b_name))
-                out += b_name
-            x_metadata = e_protocols.metadata
-            if x_metadata is None:
+                out += _S1.pack(len(b_protocols_name))
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=1)
             else:
-                b_metadata = x_metadata
-                out += _S0.pack(len(b_metadata))
-                out += b_metadata
+                b_protocols_metadata = x_protocols_metadata
+                out += _S0.pack(len(b_protocols_metadata))
+                out += b_protocols_metadata
             if e_protocols.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -639,22 +639,22 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_protocols))
         for e_protocols in x_protocols:
-            x_name = e_protocols.name
-            if x_name is None:
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=5)
-                out += _S1.pack(len(b_name))
-                out += b_name
-            x_metadata = e_protocols.metadata
-            if x_metadata is None:
+                out += _S1.pack(len(b_protocols_name))
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
             else:
-                b_metadata = x_metadata
-                out += _S0.pack(len(b_metadata))
-                out += b_metadata
+                b_protocols_metadata = x_protocols_metadata
+                out += _S0.pack(len(b_protocols_metadata))
+                out += b_protocols_metadata
             if e_protocols.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
@@ -883,30 +883,30 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_protocols in x_protocols:
-            x_name = e_protocols.name
-            if x_name is None:
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=6)
-                m = len(b_name) + 1
+                m = len(b_protocols_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_metadata = e_protocols.metadata
-            if x_metadata is None:
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
             else:
-                b_metadata = x_metadata
-                m = len(b_metadata) + 1
+                b_protocols_metadata = x_protocols_metadata
+                m = len(b_protocols_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_protocols_metadata
             if e_protocols.unknown_tagged_fields:
                 _write_tagged(out, [], e_protocols.unknown_tagged_fields, frozenset())
             else:
@@ -1154,30 +1154,30 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_protocols in x_protocols:
-            x_name = e_protocols.name
-            if x_name is None:
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=8)
-                m = len(b_name) + 1
+                m = len(b_protocols_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_metadata = e_protocols.metadata
-            if x_metadata is None:
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=8)
             else:
-                b_metadata = x_metadata
-                m = len(b_metadata) + 1
+                b_protocols_metadata = x_protocols_metadata
+                m = len(b_protocols_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_protocols_metadata
             if e_protocols.unknown_tagged_fields:
                 _write_tagged(out, [], e_protocols.unknown_tagged_fields, frozenset())
             else:
@@ -1546,22 +1546,22 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_metadata = e_members.metadata
-            if x_metadata is None:
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
             else:
-                b_metadata = x_metadata
-                out += _S0.pack(len(b_metadata))
-                out += b_metadata
+                b_members_metadata = x_members_metadata
+                out += _S0.pack(len(b_members_metadata))
+                out += b_members_metadata
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -1681,22 +1681,22 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=2)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=2)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_metadata = e_members.metadata
-            if x_metadata is None:
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=2)
             else:
-                b_metadata = x_metadata
-                out += _S0.pack(len(b_metadata))
-                out += b_metadata
+                b_members_metadata = x_members_metadata
+                out += _S0.pack(len(b_members_metadata))
+                out += b_members_metadata
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
@@ -1825,31 +1825,31 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out += b'\xff\xff'
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-                out += _S1.pack(len(b_group_instance_id))
-                out += b_group_instance_id
-            x_metadata = e_members.metadata
-            if x_metadata is None:
+                out += _S1.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
             else:
-                b_metadata = x_metadata
-                out += _S0.pack(len(b_metadata))
-                out += b_metadata
+                b_members_metadata = x_members_metadata
+                out += _S0.pack(len(b_members_metadata))
+                out += b_members_metadata
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
@@ -2068,43 +2068,43 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=6)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
-            x_metadata = e_members.metadata
-            if x_metadata is None:
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
             else:
-                b_metadata = x_metadata
-                m = len(b_metadata) + 1
+                b_members_metadata = x_members_metadata
+                m = len(b_members_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_members_metadata
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:
@@ -2355,43 +2355,43 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=7)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=7)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=7)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
-            x_metadata = e_members.metadata
-            if x_metadata is None:
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=7)
             else:
-                b_metadata = x_metadata
-                m = len(b_metadata) + 1
+                b_members_metadata = x_members_metadata
+                m = len(b_members_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_members_metadata
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:
@@ -2642,43 +2642,43 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=9)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=9)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=9)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
-            x_metadata = e_members.metadata
-            if x_metadata is None:
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
                 raise ValueOutOfRangeError('non-nullable field Metadata is None', version=9)
             else:
-                b_metadata = x_metadata
-                m = len(b_metadata) + 1
+                b_members_metadata = x_members_metadata
+                m = len(b_members_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_members_metadata
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:

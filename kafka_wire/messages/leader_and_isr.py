@@ -863,19 +863,19 @@ def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, o
             if e_partition_states.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=2)
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_partition_states_isr = len(x_partition_states_isr)
+                out += (_Ci32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>i{k_partition_states_isr}i')).pack(k_partition_states_isr, *x_partition_states_isr)
             out += _S4.pack(e_partition_states.partition_epoch)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                out += (_Ci32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>i{k_partition_states_replicas}i')).pack(k_partition_states_replicas, *x_partition_states_replicas)
             out += _S5.pack(e_partition_states.is_new)
             if e_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
@@ -986,31 +986,31 @@ def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, o
             if e_partition_states.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=3)
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_partition_states_isr = len(x_partition_states_isr)
+                out += (_Ci32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>i{k_partition_states_isr}i')).pack(k_partition_states_isr, *x_partition_states_isr)
             out += _S4.pack(e_partition_states.partition_epoch)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
-            x_adding_replicas = e_partition_states.adding_replicas
-            if x_adding_replicas is None:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                out += (_Ci32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>i{k_partition_states_replicas}i')).pack(k_partition_states_replicas, *x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=3)
             else:
-                k_adding_replicas = len(x_adding_replicas)
-                out += (_Ci32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>i{k_adding_replicas}i')).pack(k_adding_replicas, *x_adding_replicas)
-            x_removing_replicas = e_partition_states.removing_replicas
-            if x_removing_replicas is None:
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                out += (_Ci32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>i{k_partition_states_adding_replicas}i')).pack(k_partition_states_adding_replicas, *x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=3)
             else:
-                k_removing_replicas = len(x_removing_replicas)
-                out += (_Ci32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>i{k_removing_replicas}i')).pack(k_removing_replicas, *x_removing_replicas)
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                out += (_Ci32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>i{k_partition_states_removing_replicas}i')).pack(k_partition_states_removing_replicas, *x_partition_states_removing_replicas)
             out += _S5.pack(e_partition_states.is_new)
             if e_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
@@ -1195,51 +1195,51 @@ def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, o
             if e_partition_states.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=4)
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
             out += _S4.pack(e_partition_states.partition_epoch)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
-            x_adding_replicas = e_partition_states.adding_replicas
-            if x_adding_replicas is None:
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=4)
             else:
-                k_adding_replicas = len(x_adding_replicas)
-                m = k_adding_replicas + 1
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                m = k_partition_states_adding_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
-            x_removing_replicas = e_partition_states.removing_replicas
-            if x_removing_replicas is None:
+                out += (_Ai32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>{k_partition_states_adding_replicas}i')).pack(*x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=4)
             else:
-                k_removing_replicas = len(x_removing_replicas)
-                m = k_removing_replicas + 1
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                m = k_partition_states_removing_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
+                out += (_Ai32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>{k_partition_states_removing_replicas}i')).pack(*x_partition_states_removing_replicas)
             out += _S5.pack(e_partition_states.is_new)
             if e_partition_states.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
@@ -1431,51 +1431,51 @@ def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, o
             if e_partition_states.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=5)
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
             out += _S4.pack(e_partition_states.partition_epoch)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
-            x_adding_replicas = e_partition_states.adding_replicas
-            if x_adding_replicas is None:
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=5)
             else:
-                k_adding_replicas = len(x_adding_replicas)
-                m = k_adding_replicas + 1
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                m = k_partition_states_adding_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
-            x_removing_replicas = e_partition_states.removing_replicas
-            if x_removing_replicas is None:
+                out += (_Ai32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>{k_partition_states_adding_replicas}i')).pack(*x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=5)
             else:
-                k_removing_replicas = len(x_removing_replicas)
-                m = k_removing_replicas + 1
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                m = k_partition_states_removing_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
+                out += (_Ai32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>{k_partition_states_removing_replicas}i')).pack(*x_partition_states_removing_replicas)
             out += _S5.pack(e_partition_states.is_new)
             if e_partition_states.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
@@ -1664,51 +1664,51 @@ def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, o
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
             out += _S4.pack(e_partition_states.partition_epoch)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
-            x_adding_replicas = e_partition_states.adding_replicas
-            if x_adding_replicas is None:
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=6)
             else:
-                k_adding_replicas = len(x_adding_replicas)
-                m = k_adding_replicas + 1
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                m = k_partition_states_adding_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
-            x_removing_replicas = e_partition_states.removing_replicas
-            if x_removing_replicas is None:
+                out += (_Ai32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>{k_partition_states_adding_replicas}i')).pack(*x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=6)
             else:
-                k_removing_replicas = len(x_removing_replicas)
-                m = k_removing_replicas + 1
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                m = k_partition_states_removing_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
+                out += (_Ai32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>{k_partition_states_removing_replicas}i')).pack(*x_partition_states_removing_replicas)
             out += _S6.pack(e_partition_states.is_new, e_partition_states.leader_recovery_state)
             if e_partition_states.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
@@ -1931,29 +1931,29 @@ def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, out: bytearray) -> No
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
             if e_ungrouped_partition_states.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.partition_epoch)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     x_live_leaders = o.live_leaders
@@ -1963,15 +1963,15 @@ def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, out: bytearray) -> No
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=0)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=0)
-                out += _S2.pack(len(b_host_name))
-                out += b_host_name
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -2087,29 +2087,29 @@ def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, out: bytearray) -> No
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
             if e_ungrouped_partition_states.leader_recovery_state != 0:
                 raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=1)
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.partition_epoch)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
             out += _S5.pack(e_ungrouped_partition_states.is_new)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -2120,15 +2120,15 @@ def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, out: bytearray) -> No
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=1)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=1)
-                out += _S2.pack(len(b_host_name))
-                out += b_host_name
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -2209,15 +2209,15 @@ def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, out: bytearray) -> No
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=2)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=2)
-                out += _S2.pack(len(b_host_name))
-                out += b_host_name
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
@@ -2298,15 +2298,15 @@ def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, out: bytearray) -> No
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=3)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=3)
-                out += _S2.pack(len(b_host_name))
-                out += b_host_name
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
@@ -2447,19 +2447,19 @@ def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, out: bytearray) -> No
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=4)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=4)
-                m = len(b_host_name) + 1
+                m = len(b_live_leaders_host_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host_name
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
@@ -2601,19 +2601,19 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, out: bytearray) -> No
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=5)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=5)
-                m = len(b_host_name) + 1
+                m = len(b_live_leaders_host_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host_name
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
@@ -2755,19 +2755,19 @@ def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, out: bytearray) -> No
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=6)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=6)
-                m = len(b_host_name) + 1
+                m = len(b_live_leaders_host_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host_name
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
@@ -2906,19 +2906,19 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, out: bytearray) -> No
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
             out += _S4.pack(e_live_leaders.broker_id)
-            x_host_name = e_live_leaders.host_name
-            if x_host_name is None:
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
                 raise ValueOutOfRangeError('non-nullable field HostName is None', version=7)
             else:
-                b_host_name = x_host_name.encode()
-                if len(b_host_name) > 0x7FFF:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field HostName is too long', version=7)
-                m = len(b_host_name) + 1
+                m = len(b_live_leaders_host_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host_name
+                out += b_live_leaders_host_name
             out += _S4.pack(e_live_leaders.port)
             if e_live_leaders.unknown_tagged_fields:
                 _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
@@ -3198,15 +3198,15 @@ def _encode_LeaderAndIsrResponse_v0(o: LeaderAndIsrResponse, out: bytearray) -> 
     else:
         out += _S4.pack(len(x_partition_errors))
         for e_partition_errors in x_partition_errors:
-            x_topic_name = e_partition_errors.topic_name
-            if x_topic_name is None:
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_partition_errors_topic_name))
+                out += b_partition_errors_topic_name
             out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
             if e_partition_errors.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -3310,19 +3310,19 @@ def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_partition_errors in x_partition_errors:
-            x_topic_name = e_partition_errors.topic_name
-            if x_topic_name is None:
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=4)
-                m = len(b_topic_name) + 1
+                m = len(b_partition_errors_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
+                out += b_partition_errors_topic_name
             out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
             if e_partition_errors.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_errors.unknown_tagged_fields, frozenset())

@@ -467,24 +467,24 @@ def _encode_LeaveGroupRequest_v3(o: LeaveGroupRequest, out: bytearray) -> None:
     else:
         out += _S1.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-                out += _S0.pack(len(b_member_id))
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += _S0.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out += b'\xff\xff'
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-                out += _S0.pack(len(b_group_instance_id))
-                out += b_group_instance_id
+                out += _S0.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
@@ -628,32 +628,32 @@ def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
+                out += b_members_group_instance_id
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:
@@ -816,45 +816,45 @@ def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
-            x_reason = e_members.reason
-            if x_reason is None:
+                out += b_members_group_instance_id
+            x_members_reason = e_members.reason
+            if x_members_reason is None:
                 out.append(0)
             else:
-                b_reason = x_reason.encode()
-                if len(b_reason) > 0x7FFF:
+                b_members_reason = x_members_reason.encode()
+                if len(b_members_reason) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Reason is too long', version=5)
-                m = len(b_reason) + 1
+                m = len(b_members_reason) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_reason
+                out += b_members_reason
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
             else:
@@ -1097,24 +1097,24 @@ def _encode_LeaveGroupResponse_v3(o: LeaveGroupResponse, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_members))
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-                out += _S0.pack(len(b_member_id))
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += _S0.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out += b'\xff\xff'
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-                out += _S0.pack(len(b_group_instance_id))
-                out += b_group_instance_id
+                out += _S0.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
             out += _S0.pack(e_members.error_code)
             if e_members.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
@@ -1231,32 +1231,32 @@ def _encode_LeaveGroupResponse_v4(o: LeaveGroupResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            x_member_id = e_members.member_id
-            if x_member_id is None:
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-                m = len(b_member_id) + 1
+                m = len(b_members_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_group_instance_id = e_members.group_instance_id
-            if x_group_instance_id is None:
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
                 out.append(0)
             else:
-                b_group_instance_id = x_group_instance_id.encode()
-                if len(b_group_instance_id) > 0x7FFF:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
-                m = len(b_group_instance_id) + 1
+                m = len(b_members_group_instance_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_instance_id
+                out += b_members_group_instance_id
             out += _S0.pack(e_members.error_code)
             if e_members.unknown_tagged_fields:
                 _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())

@@ -373,19 +373,19 @@ def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, out: 
         else:
             _write_uvarint(out, m)
         for e_config_resources in x_config_resources:
-            x_resource_name = e_config_resources.resource_name
-            if x_resource_name is None:
+            x_config_resources_resource_name = e_config_resources.resource_name
+            if x_config_resources_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_config_resources_resource_name = x_config_resources_resource_name.encode()
+                if len(b_config_resources_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-                m = len(b_resource_name) + 1
+                m = len(b_config_resources_resource_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name
+                out += b_config_resources_resource_name
             if e_config_resources.unknown_tagged_fields:
                 _write_tagged(out, [], e_config_resources.unknown_tagged_fields, frozenset())
             else:
@@ -489,19 +489,19 @@ def _encode_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, out: 
         else:
             _write_uvarint(out, m)
         for e_config_resources in x_config_resources:
-            x_resource_name = e_config_resources.resource_name
-            if x_resource_name is None:
+            x_config_resources_resource_name = e_config_resources.resource_name
+            if x_config_resources_resource_name is None:
                 raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
             else:
-                b_resource_name = x_resource_name.encode()
-                if len(b_resource_name) > 0x7FFF:
+                b_config_resources_resource_name = x_config_resources_resource_name.encode()
+                if len(b_config_resources_resource_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-                m = len(b_resource_name) + 1
+                m = len(b_config_resources_resource_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_resource_name
+                out += b_config_resources_resource_name
             out += _S0.pack(e_config_resources.resource_type)
             if e_config_resources.unknown_tagged_fields:
                 _write_tagged(out, [], e_config_resources.unknown_tagged_fields, frozenset())

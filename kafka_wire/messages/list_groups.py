@@ -802,24 +802,24 @@ def _encode_ListGroupsResponse_v0(o: ListGroupsResponse, out: bytearray) -> None
     else:
         out += _S2.pack(len(x_groups))
         for e_groups in x_groups:
-            x_group_id = e_groups.group_id
-            if x_group_id is None:
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-                out += _S0.pack(len(b_group_id))
-                out += b_group_id
-            x_protocol_type = e_groups.protocol_type
-            if x_protocol_type is None:
+                out += _S0.pack(len(b_groups_group_id))
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
                 raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
             else:
-                b_protocol_type = x_protocol_type.encode()
-                if len(b_protocol_type) > 0x7FFF:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
-                out += _S0.pack(len(b_protocol_type))
-                out += b_protocol_type
+                out += _S0.pack(len(b_groups_protocol_type))
+                out += b_groups_protocol_type
             if e_groups.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -877,24 +877,24 @@ def _encode_ListGroupsResponse_v1(o: ListGroupsResponse, out: bytearray) -> None
     else:
         out += _S2.pack(len(x_groups))
         for e_groups in x_groups:
-            x_group_id = e_groups.group_id
-            if x_group_id is None:
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-                out += _S0.pack(len(b_group_id))
-                out += b_group_id
-            x_protocol_type = e_groups.protocol_type
-            if x_protocol_type is None:
+                out += _S0.pack(len(b_groups_group_id))
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
                 raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=1)
             else:
-                b_protocol_type = x_protocol_type.encode()
-                if len(b_protocol_type) > 0x7FFF:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ProtocolType is too long', version=1)
-                out += _S0.pack(len(b_protocol_type))
-                out += b_protocol_type
+                out += _S0.pack(len(b_groups_protocol_type))
+                out += b_groups_protocol_type
             if e_groups.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -1010,32 +1010,32 @@ def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_groups in x_groups:
-            x_group_id = e_groups.group_id
-            if x_group_id is None:
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-                m = len(b_group_id) + 1
+                m = len(b_groups_group_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_id
-            x_protocol_type = e_groups.protocol_type
-            if x_protocol_type is None:
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
                 raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=3)
             else:
-                b_protocol_type = x_protocol_type.encode()
-                if len(b_protocol_type) > 0x7FFF:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ProtocolType is too long', version=3)
-                m = len(b_protocol_type) + 1
+                m = len(b_groups_protocol_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_protocol_type
+                out += b_groups_protocol_type
             if e_groups.unknown_tagged_fields:
                 _write_tagged(out, [], e_groups.unknown_tagged_fields, frozenset())
             else:
@@ -1170,45 +1170,45 @@ def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_groups in x_groups:
-            x_group_id = e_groups.group_id
-            if x_group_id is None:
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=4)
-                m = len(b_group_id) + 1
+                m = len(b_groups_group_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_id
-            x_protocol_type = e_groups.protocol_type
-            if x_protocol_type is None:
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
                 raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
             else:
-                b_protocol_type = x_protocol_type.encode()
-                if len(b_protocol_type) > 0x7FFF:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ProtocolType is too long', version=4)
-                m = len(b_protocol_type) + 1
+                m = len(b_groups_protocol_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_protocol_type
-            x_group_state = e_groups.group_state
-            if x_group_state is None:
+                out += b_groups_protocol_type
+            x_groups_group_state = e_groups.group_state
+            if x_groups_group_state is None:
                 raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
             else:
-                b_group_state = x_group_state.encode()
-                if len(b_group_state) > 0x7FFF:
+                b_groups_group_state = x_groups_group_state.encode()
+                if len(b_groups_group_state) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupState is too long', version=4)
-                m = len(b_group_state) + 1
+                m = len(b_groups_group_state) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_state
+                out += b_groups_group_state
             if e_groups.unknown_tagged_fields:
                 _write_tagged(out, [], e_groups.unknown_tagged_fields, frozenset())
             else:
@@ -1358,58 +1358,58 @@ def _encode_ListGroupsResponse_v5(o: ListGroupsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_groups in x_groups:
-            x_group_id = e_groups.group_id
-            if x_group_id is None:
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
                 raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
             else:
-                b_group_id = x_group_id.encode()
-                if len(b_group_id) > 0x7FFF:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-                m = len(b_group_id) + 1
+                m = len(b_groups_group_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_id
-            x_protocol_type = e_groups.protocol_type
-            if x_protocol_type is None:
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
                 raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
             else:
-                b_protocol_type = x_protocol_type.encode()
-                if len(b_protocol_type) > 0x7FFF:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-                m = len(b_protocol_type) + 1
+                m = len(b_groups_protocol_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_protocol_type
-            x_group_state = e_groups.group_state
-            if x_group_state is None:
+                out += b_groups_protocol_type
+            x_groups_group_state = e_groups.group_state
+            if x_groups_group_state is None:
                 raise ValueOutOfRangeError('non-nullable field GroupState is None', version=5)
             else:
-                b_group_state = x_group_state.encode()
-                if len(b_group_state) > 0x7FFF:
+                b_groups_group_state = x_groups_group_state.encode()
+                if len(b_groups_group_state) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupState is too long', version=5)
-                m = len(b_group_state) + 1
+                m = len(b_groups_group_state) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_state
-            x_group_type = e_groups.group_type
-            if x_group_type is None:
+                out += b_groups_group_state
+            x_groups_group_type = e_groups.group_type
+            if x_groups_group_type is None:
                 raise ValueOutOfRangeError('non-nullable field GroupType is None', version=5)
             else:
-                b_group_type = x_group_type.encode()
-                if len(b_group_type) > 0x7FFF:
+                b_groups_group_type = x_groups_group_type.encode()
+                if len(b_groups_group_type) > 0x7FFF:
                     raise ValueOutOfRangeError('string field GroupType is too long', version=5)
-                m = len(b_group_type) + 1
+                m = len(b_groups_group_type) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_group_type
+                out += b_groups_group_type
             if e_groups.unknown_tagged_fields:
                 _write_tagged(out, [], e_groups.unknown_tagged_fields, frozenset())
             else:

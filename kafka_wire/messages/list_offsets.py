@@ -971,12 +971,12 @@ def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicRespo
             if e_partitions.leader_epoch != -1:
                 raise FieldNotInVersionError('non-default LeaderEpoch cannot be written', version=0)
             out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
-            x_old_style_offsets = e_partitions.old_style_offsets
-            if x_old_style_offsets is None:
+            x_partitions_old_style_offsets = e_partitions.old_style_offsets
+            if x_partitions_old_style_offsets is None:
                 raise ValueOutOfRangeError('non-nullable field OldStyleOffsets is None', version=0)
             else:
-                k_old_style_offsets = len(x_old_style_offsets)
-                out += (_Ci64[k_old_style_offsets] if k_old_style_offsets < 64 else _Struct(f'>i{k_old_style_offsets}q')).pack(k_old_style_offsets, *x_old_style_offsets)
+                k_partitions_old_style_offsets = len(x_partitions_old_style_offsets)
+                out += (_Ci64[k_partitions_old_style_offsets] if k_partitions_old_style_offsets < 64 else _Struct(f'>i{k_partitions_old_style_offsets}q')).pack(k_partitions_old_style_offsets, *x_partitions_old_style_offsets)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:

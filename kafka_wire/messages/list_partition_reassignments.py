@@ -288,30 +288,30 @@ def _encode_ListPartitionReassignmentsRequest_v0(o: ListPartitionReassignmentsRe
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -590,39 +590,39 @@ def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: Lis
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S0.pack(e_partitions.partition_index)
-            x_replicas = e_partitions.replicas
-            if x_replicas is None:
+            x_partitions_replicas = e_partitions.replicas
+            if x_partitions_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partitions_replicas = len(x_partitions_replicas)
+                m = k_partitions_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
-            x_adding_replicas = e_partitions.adding_replicas
-            if x_adding_replicas is None:
+                out += (_Ai32[k_partitions_replicas] if k_partitions_replicas < 64 else _Struct(f'>{k_partitions_replicas}i')).pack(*x_partitions_replicas)
+            x_partitions_adding_replicas = e_partitions.adding_replicas
+            if x_partitions_adding_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=0)
             else:
-                k_adding_replicas = len(x_adding_replicas)
-                m = k_adding_replicas + 1
+                k_partitions_adding_replicas = len(x_partitions_adding_replicas)
+                m = k_partitions_adding_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_adding_replicas] if k_adding_replicas < 64 else _Struct(f'>{k_adding_replicas}i')).pack(*x_adding_replicas)
-            x_removing_replicas = e_partitions.removing_replicas
-            if x_removing_replicas is None:
+                out += (_Ai32[k_partitions_adding_replicas] if k_partitions_adding_replicas < 64 else _Struct(f'>{k_partitions_adding_replicas}i')).pack(*x_partitions_adding_replicas)
+            x_partitions_removing_replicas = e_partitions.removing_replicas
+            if x_partitions_removing_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=0)
             else:
-                k_removing_replicas = len(x_removing_replicas)
-                m = k_removing_replicas + 1
+                k_partitions_removing_replicas = len(x_partitions_removing_replicas)
+                m = k_partitions_removing_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_removing_replicas] if k_removing_replicas < 64 else _Struct(f'>{k_removing_replicas}i')).pack(*x_removing_replicas)
+                out += (_Ai32[k_partitions_removing_replicas] if k_partitions_removing_replicas < 64 else _Struct(f'>{k_partitions_removing_replicas}i')).pack(*x_partitions_removing_replicas)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

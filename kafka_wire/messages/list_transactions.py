@@ -690,33 +690,33 @@ def _encode_ListTransactionsResponse_v0(o: ListTransactionsResponse, out: bytear
         else:
             _write_uvarint(out, m)
         for e_transaction_states in x_transaction_states:
-            x_transactional_id = e_transaction_states.transactional_id
-            if x_transactional_id is None:
+            x_transaction_states_transactional_id = e_transaction_states.transactional_id
+            if x_transaction_states_transactional_id is None:
                 raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
             else:
-                b_transactional_id = x_transactional_id.encode()
-                if len(b_transactional_id) > 0x7FFF:
+                b_transaction_states_transactional_id = x_transaction_states_transactional_id.encode()
+                if len(b_transaction_states_transactional_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-                m = len(b_transactional_id) + 1
+                m = len(b_transaction_states_transactional_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_transactional_id
+                out += b_transaction_states_transactional_id
             out += _S0.pack(e_transaction_states.producer_id)
-            x_transaction_state = e_transaction_states.transaction_state
-            if x_transaction_state is None:
+            x_transaction_states_transaction_state = e_transaction_states.transaction_state
+            if x_transaction_states_transaction_state is None:
                 raise ValueOutOfRangeError('non-nullable field TransactionState is None', version=0)
             else:
-                b_transaction_state = x_transaction_state.encode()
-                if len(b_transaction_state) > 0x7FFF:
+                b_transaction_states_transaction_state = x_transaction_states_transaction_state.encode()
+                if len(b_transaction_states_transaction_state) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TransactionState is too long', version=0)
-                m = len(b_transaction_state) + 1
+                m = len(b_transaction_states_transaction_state) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_transaction_state
+                out += b_transaction_states_transaction_state
             if e_transaction_states.unknown_tagged_fields:
                 _write_tagged(out, [], e_transaction_states.unknown_tagged_fields, frozenset())
             else:

@@ -365,15 +365,15 @@ def _encode_MetadataRequest_v0(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S0.pack(len(b_name))
-                out += b_name
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -428,15 +428,15 @@ def _encode_MetadataRequest_v1(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                out += _S0.pack(len(b_name))
-                out += b_name
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -490,15 +490,15 @@ def _encode_MetadataRequest_v4(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=4)
-                out += _S0.pack(len(b_name))
-                out += b_name
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 4')
     out += _S3.pack(o.allow_auto_topic_creation)
@@ -547,15 +547,15 @@ def _encode_MetadataRequest_v8(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=8)
-                out += _S0.pack(len(b_name))
-                out += b_name
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 8')
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
@@ -654,19 +654,19 @@ def _encode_MetadataRequest_v9(o: MetadataRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=9)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -772,19 +772,19 @@ def _encode_MetadataRequest_v10(o: MetadataRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_topics in x_topics:
             out += _S1.pack(e_topics.topic_id.bytes)
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 out.append(0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=10)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -893,19 +893,19 @@ def _encode_MetadataRequest_v11(o: MetadataRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_topics in x_topics:
             out += _S1.pack(e_topics.topic_id.bytes)
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 out.append(0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=11)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
+                out += b_topics_name
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -1491,18 +1491,18 @@ def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, out: bytearray) -
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S8.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -1591,18 +1591,18 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, out: bytearray) -
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S8.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=1)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=1)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -1702,24 +1702,24 @@ def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, out: bytearray) -
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S8.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=5)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=5)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                out += (_Ci32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>i{k_partitions_offline_replicas}i')).pack(k_partitions_offline_replicas, *x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
@@ -1818,24 +1818,24 @@ def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, out: bytearray) -
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=7)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=7)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                out += (_Ci32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>i{k_partitions_offline_replicas}i')).pack(k_partitions_offline_replicas, *x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 7')
     if o.unknown_tagged_fields:
@@ -1933,24 +1933,24 @@ def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, out: bytearray) -
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=8)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                out += (_Ci32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>i{k_replica_nodes}i')).pack(k_replica_nodes, *x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=8)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                out += (_Ci32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>i{k_isr_nodes}i')).pack(k_isr_nodes, *x_isr_nodes)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=8)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                out += (_Ci32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>i{k_partitions_offline_replicas}i')).pack(k_partitions_offline_replicas, *x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 8')
     out += _S2.pack(o.topic_authorized_operations)
@@ -2119,39 +2119,39 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, out: bytearray) -
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=9)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                m = k_replica_nodes + 1
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>{k_replica_nodes}i')).pack(*x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=9)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                m = k_isr_nodes + 1
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>{k_isr_nodes}i')).pack(*x_isr_nodes)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=9)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                m = k_offline_replicas + 1
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -2324,39 +2324,39 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, out: bytearray) 
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=10)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                m = k_replica_nodes + 1
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>{k_replica_nodes}i')).pack(*x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=10)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                m = k_isr_nodes + 1
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>{k_isr_nodes}i')).pack(*x_isr_nodes)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=10)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                m = k_offline_replicas + 1
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -2529,39 +2529,39 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, out: bytearray) 
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-            x_replica_nodes = e_partitions.replica_nodes
-            if x_replica_nodes is None:
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=12)
             else:
-                k_replica_nodes = len(x_replica_nodes)
-                m = k_replica_nodes + 1
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replica_nodes] if k_replica_nodes < 64 else _Struct(f'>{k_replica_nodes}i')).pack(*x_replica_nodes)
-            x_isr_nodes = e_partitions.isr_nodes
-            if x_isr_nodes is None:
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
                 raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=12)
             else:
-                k_isr_nodes = len(x_isr_nodes)
-                m = k_isr_nodes + 1
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr_nodes] if k_isr_nodes < 64 else _Struct(f'>{k_isr_nodes}i')).pack(*x_isr_nodes)
-            x_offline_replicas = e_partitions.offline_replicas
-            if x_offline_replicas is None:
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=12)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                m = k_offline_replicas + 1
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -2637,15 +2637,15 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -2732,25 +2732,25 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out += b'\xff\xff'
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=1)
-                out += _S0.pack(len(b_rack))
-                out += b_rack
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     out += _S2.pack(o.controller_id)
@@ -2846,25 +2846,25 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out += b'\xff\xff'
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=2)
-                out += _S0.pack(len(b_rack))
-                out += b_rack
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     x_cluster_id = o.cluster_id
@@ -2969,25 +2969,25 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=3)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out += b'\xff\xff'
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=3)
-                out += _S0.pack(len(b_rack))
-                out += b_rack
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
     x_cluster_id = o.cluster_id
@@ -3092,25 +3092,25 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=5)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=5)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out += b'\xff\xff'
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=5)
-                out += _S0.pack(len(b_rack))
-                out += b_rack
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 5')
     x_cluster_id = o.cluster_id
@@ -3215,25 +3215,25 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=7)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=7)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out += b'\xff\xff'
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=7)
-                out += _S0.pack(len(b_rack))
-                out += b_rack
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 7')
     x_cluster_id = o.cluster_id
@@ -3337,25 +3337,25 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, out: bytearray) -> None:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=8)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=8)
-                out += _S0.pack(len(b_host))
-                out += b_host
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out += b'\xff\xff'
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=8)
-                out += _S0.pack(len(b_rack))
-                out += b_rack
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 8')
     x_cluster_id = o.cluster_id
@@ -3530,33 +3530,33 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=9)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=9)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=9)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:
@@ -3743,33 +3743,33 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=10)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=10)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:
@@ -3957,33 +3957,33 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=11)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=11)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=11)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:
@@ -4170,33 +4170,33 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=12)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=12)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=12)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:
@@ -4384,33 +4384,33 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
             out += _S2.pack(e_brokers.node_id)
-            x_host = e_brokers.host
-            if x_host is None:
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=13)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=13)
-                m = len(b_host) + 1
+                m = len(b_brokers_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_brokers_host
             out += _S2.pack(e_brokers.port)
-            x_rack = e_brokers.rack
-            if x_rack is None:
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=13)
-                m = len(b_rack) + 1
+                m = len(b_brokers_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_brokers_rack
             if e_brokers.unknown_tagged_fields:
                 _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
             else:

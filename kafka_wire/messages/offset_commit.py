@@ -379,15 +379,15 @@ def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, out: bytear
             if e_partitions.commit_timestamp != -1:
                 raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=0)
             out += _S1.pack(e_partitions.partition_index, e_partitions.committed_offset)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
-                out += _S2.pack(len(b_committed_metadata))
-                out += b_committed_metadata
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -456,15 +456,15 @@ def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, out: bytear
         out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.commit_timestamp)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=1)
-                out += _S2.pack(len(b_committed_metadata))
-                out += b_committed_metadata
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -535,15 +535,15 @@ def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, out: bytear
             if e_partitions.commit_timestamp != -1:
                 raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=6)
             out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=6)
-                out += _S2.pack(len(b_committed_metadata))
-                out += b_committed_metadata
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 6')
     if o.unknown_tagged_fields:
@@ -674,19 +674,19 @@ def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, out: bytear
             if e_partitions.commit_timestamp != -1:
                 raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=8)
             out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out.append(0)
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=8)
-                m = len(b_committed_metadata) + 1
+                m = len(b_partitions_committed_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_committed_metadata
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -796,19 +796,19 @@ def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, out: bytea
             if e_partitions.commit_timestamp != -1:
                 raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=10)
             out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out.append(0)
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=10)
-                m = len(b_committed_metadata) + 1
+                m = len(b_partitions_committed_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_committed_metadata
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

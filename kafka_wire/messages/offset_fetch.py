@@ -486,30 +486,30 @@ def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=8)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=8)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -686,30 +686,30 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=9)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=9)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -874,17 +874,17 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, out: bytearr
             _write_uvarint(out, m)
         for e_topics in x_topics:
             out += _S0.pack(e_topics.topic_id.bytes)
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=10)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -1107,21 +1107,21 @@ def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S2.pack(len(b_name))
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                out += (_Ci32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>i{k_partition_indexes}i')).pack(k_partition_indexes, *x_partition_indexes)
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -1203,21 +1203,21 @@ def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                out += _S2.pack(len(b_name))
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                out += (_Ci32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>i{k_partition_indexes}i')).pack(k_partition_indexes, *x_partition_indexes)
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
@@ -1363,30 +1363,30 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=6)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=6)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -1535,30 +1535,30 @@ def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=7)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=7)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -1967,19 +1967,19 @@ def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, out: byte
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_metadata = e_partitions.metadata
-            if x_metadata is None:
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
                 out.append(0)
             else:
-                b_metadata = x_metadata.encode()
-                if len(b_metadata) > 0x7FFF:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Metadata is too long', version=8)
-                m = len(b_metadata) + 1
+                m = len(b_partitions_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_partitions_metadata
             out += _S2.pack(e_partitions.error_code)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -2089,19 +2089,19 @@ def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, out: byt
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_metadata = e_partitions.metadata
-            if x_metadata is None:
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
                 out.append(0)
             else:
-                b_metadata = x_metadata.encode()
-                if len(b_metadata) > 0x7FFF:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Metadata is too long', version=10)
-                m = len(b_metadata) + 1
+                m = len(b_partitions_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_partitions_metadata
             out += _S2.pack(e_partitions.error_code)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -2502,15 +2502,15 @@ def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, out: bytear
         out += _S1.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset)
-            x_metadata = e_partitions.metadata
-            if x_metadata is None:
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_metadata = x_metadata.encode()
-                if len(b_metadata) > 0x7FFF:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Metadata is too long', version=0)
-                out += _S2.pack(len(b_metadata))
-                out += b_metadata
+                out += _S2.pack(len(b_partitions_metadata))
+                out += b_partitions_metadata
             out += _S2.pack(e_partitions.error_code)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -2580,15 +2580,15 @@ def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, out: bytear
         out += _S1.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_metadata = e_partitions.metadata
-            if x_metadata is None:
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_metadata = x_metadata.encode()
-                if len(b_metadata) > 0x7FFF:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Metadata is too long', version=5)
-                out += _S2.pack(len(b_metadata))
-                out += b_metadata
+                out += _S2.pack(len(b_partitions_metadata))
+                out += b_partitions_metadata
             out += _S2.pack(e_partitions.error_code)
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 5')
@@ -2718,19 +2718,19 @@ def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, out: bytear
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_metadata = e_partitions.metadata
-            if x_metadata is None:
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
                 out.append(0)
             else:
-                b_metadata = x_metadata.encode()
-                if len(b_metadata) > 0x7FFF:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Metadata is too long', version=6)
-                m = len(b_metadata) + 1
+                m = len(b_partitions_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_metadata
+                out += b_partitions_metadata
             out += _S2.pack(e_partitions.error_code)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())

@@ -998,15 +998,15 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
         out += _S1.pack(len(x_record_errors))
         for e_record_errors in x_record_errors:
             out += _S1.pack(e_record_errors.batch_index)
-            x_batch_index_error_message = e_record_errors.batch_index_error_message
-            if x_batch_index_error_message is None:
+            x_record_errors_batch_index_error_message = e_record_errors.batch_index_error_message
+            if x_record_errors_batch_index_error_message is None:
                 out += b'\xff\xff'
             else:
-                b_batch_index_error_message = x_batch_index_error_message.encode()
-                if len(b_batch_index_error_message) > 0x7FFF:
+                b_record_errors_batch_index_error_message = x_record_errors_batch_index_error_message.encode()
+                if len(b_record_errors_batch_index_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=8)
-                out += _S2.pack(len(b_batch_index_error_message))
-                out += b_batch_index_error_message
+                out += _S2.pack(len(b_record_errors_batch_index_error_message))
+                out += b_record_errors_batch_index_error_message
             if e_record_errors.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 8')
     x_error_message = o.error_message
@@ -1137,19 +1137,19 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
             _write_uvarint(out, m)
         for e_record_errors in x_record_errors:
             out += _S1.pack(e_record_errors.batch_index)
-            x_batch_index_error_message = e_record_errors.batch_index_error_message
-            if x_batch_index_error_message is None:
+            x_record_errors_batch_index_error_message = e_record_errors.batch_index_error_message
+            if x_record_errors_batch_index_error_message is None:
                 out.append(0)
             else:
-                b_batch_index_error_message = x_batch_index_error_message.encode()
-                if len(b_batch_index_error_message) > 0x7FFF:
+                b_record_errors_batch_index_error_message = x_record_errors_batch_index_error_message.encode()
+                if len(b_record_errors_batch_index_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=9)
-                m = len(b_batch_index_error_message) + 1
+                m = len(b_record_errors_batch_index_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_batch_index_error_message
+                out += b_record_errors_batch_index_error_message
             if e_record_errors.unknown_tagged_fields:
                 _write_tagged(out, [], e_record_errors.unknown_tagged_fields, frozenset())
             else:
@@ -1286,19 +1286,19 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
             _write_uvarint(out, m)
         for e_record_errors in x_record_errors:
             out += _S1.pack(e_record_errors.batch_index)
-            x_batch_index_error_message = e_record_errors.batch_index_error_message
-            if x_batch_index_error_message is None:
+            x_record_errors_batch_index_error_message = e_record_errors.batch_index_error_message
+            if x_record_errors_batch_index_error_message is None:
                 out.append(0)
             else:
-                b_batch_index_error_message = x_batch_index_error_message.encode()
-                if len(b_batch_index_error_message) > 0x7FFF:
+                b_record_errors_batch_index_error_message = x_record_errors_batch_index_error_message.encode()
+                if len(b_record_errors_batch_index_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=10)
-                m = len(b_batch_index_error_message) + 1
+                m = len(b_record_errors_batch_index_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_batch_index_error_message
+                out += b_record_errors_batch_index_error_message
             if e_record_errors.unknown_tagged_fields:
                 _write_tagged(out, [], e_record_errors.unknown_tagged_fields, frozenset())
             else:
@@ -2310,33 +2310,33 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
                 t += _S1.pack(e_node_endpoints.node_id)
-                x_host = e_node_endpoints.host
-                if x_host is None:
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
                 else:
-                    b_host = x_host.encode()
-                    if len(b_host) > 0x7FFF:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Host is too long', version=10)
-                    m = len(b_host) + 1
+                    m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_host
+                    t += b_node_endpoints_host
                 t += _S1.pack(e_node_endpoints.port)
-                x_rack = e_node_endpoints.rack
-                if x_rack is None:
+                x_node_endpoints_rack = e_node_endpoints.rack
+                if x_node_endpoints_rack is None:
                     t.append(0)
                 else:
-                    b_rack = x_rack.encode()
-                    if len(b_rack) > 0x7FFF:
+                    b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                    if len(b_node_endpoints_rack) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Rack is too long', version=10)
-                    m = len(b_rack) + 1
+                    m = len(b_node_endpoints_rack) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_rack
+                    t += b_node_endpoints_rack
                 if e_node_endpoints.unknown_tagged_fields:
                     _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
@@ -2493,33 +2493,33 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
                 t += _S1.pack(e_node_endpoints.node_id)
-                x_host = e_node_endpoints.host
-                if x_host is None:
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=13)
                 else:
-                    b_host = x_host.encode()
-                    if len(b_host) > 0x7FFF:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Host is too long', version=13)
-                    m = len(b_host) + 1
+                    m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_host
+                    t += b_node_endpoints_host
                 t += _S1.pack(e_node_endpoints.port)
-                x_rack = e_node_endpoints.rack
-                if x_rack is None:
+                x_node_endpoints_rack = e_node_endpoints.rack
+                if x_node_endpoints_rack is None:
                     t.append(0)
                 else:
-                    b_rack = x_rack.encode()
-                    if len(b_rack) > 0x7FFF:
+                    b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                    if len(b_node_endpoints_rack) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Rack is too long', version=13)
-                    m = len(b_rack) + 1
+                    m = len(b_node_endpoints_rack) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_rack
+                    t += b_node_endpoints_rack
                 if e_node_endpoints.unknown_tagged_fields:
                     _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:

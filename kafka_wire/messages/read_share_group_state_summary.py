@@ -563,19 +563,19 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadS
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S2.pack(e_partitions.partition, e_partitions.error_code)
-            x_error_message = e_partitions.error_message
-            if x_error_message is None:
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_partitions_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partitions_error_message
             out += _S3.pack(e_partitions.state_epoch, e_partitions.leader_epoch, e_partitions.start_offset)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
@@ -684,19 +684,19 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadS
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S2.pack(e_partitions.partition, e_partitions.error_code)
-            x_error_message = e_partitions.error_message
-            if x_error_message is None:
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-                m = len(b_error_message) + 1
+                m = len(b_partitions_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partitions_error_message
             out += _S4.pack(e_partitions.state_epoch, e_partitions.leader_epoch, e_partitions.start_offset, e_partitions.delivery_complete_count)
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())

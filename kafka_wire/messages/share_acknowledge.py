@@ -330,17 +330,17 @@ def _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(o: ShareAcknowledgeRe
             _write_uvarint(out, m)
         for e_acknowledgement_batches in x_acknowledgement_batches:
             out += _S0.pack(e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset)
-            x_acknowledge_types = e_acknowledgement_batches.acknowledge_types
-            if x_acknowledge_types is None:
+            x_acknowledgement_batches_acknowledge_types = e_acknowledgement_batches.acknowledge_types
+            if x_acknowledgement_batches_acknowledge_types is None:
                 raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
             else:
-                k_acknowledge_types = len(x_acknowledge_types)
-                m = k_acknowledge_types + 1
+                k_acknowledgement_batches_acknowledge_types = len(x_acknowledgement_batches_acknowledge_types)
+                m = k_acknowledgement_batches_acknowledge_types + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai8[k_acknowledge_types] if k_acknowledge_types < 64 else _Struct(f'>{k_acknowledge_types}b')).pack(*x_acknowledge_types)
+                out += (_Ai8[k_acknowledgement_batches_acknowledge_types] if k_acknowledgement_batches_acknowledge_types < 64 else _Struct(f'>{k_acknowledgement_batches_acknowledge_types}b')).pack(*x_acknowledgement_batches_acknowledge_types)
             if e_acknowledgement_batches.unknown_tagged_fields:
                 _write_tagged(out, [], e_acknowledgement_batches.unknown_tagged_fields, frozenset())
             else:
@@ -1091,33 +1091,33 @@ def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, out: bytear
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
             out += _S1.pack(e_node_endpoints.node_id)
-            x_host = e_node_endpoints.host
-            if x_host is None:
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                m = len(b_host) + 1
+                m = len(b_node_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_node_endpoints_host
             out += _S1.pack(e_node_endpoints.port)
-            x_rack = e_node_endpoints.rack
-            if x_rack is None:
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=0)
-                m = len(b_rack) + 1
+                m = len(b_node_endpoints_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_node_endpoints_rack
             if e_node_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
             else:
@@ -1300,33 +1300,33 @@ def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, out: bytear
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
             out += _S1.pack(e_node_endpoints.node_id)
-            x_host = e_node_endpoints.host
-            if x_host is None:
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                m = len(b_host) + 1
+                m = len(b_node_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_node_endpoints_host
             out += _S1.pack(e_node_endpoints.port)
-            x_rack = e_node_endpoints.rack
-            if x_rack is None:
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=2)
-                m = len(b_rack) + 1
+                m = len(b_node_endpoints_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_node_endpoints_rack
             if e_node_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
             else:

@@ -385,17 +385,17 @@ def _encode_ShareFetchRequestFetchPartition_v0(o: ShareFetchRequestFetchPartitio
             _write_uvarint(out, m)
         for e_acknowledgement_batches in x_acknowledgement_batches:
             out += _S0.pack(e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset)
-            x_acknowledge_types = e_acknowledgement_batches.acknowledge_types
-            if x_acknowledge_types is None:
+            x_acknowledgement_batches_acknowledge_types = e_acknowledgement_batches.acknowledge_types
+            if x_acknowledgement_batches_acknowledge_types is None:
                 raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
             else:
-                k_acknowledge_types = len(x_acknowledge_types)
-                m = k_acknowledge_types + 1
+                k_acknowledgement_batches_acknowledge_types = len(x_acknowledgement_batches_acknowledge_types)
+                m = k_acknowledgement_batches_acknowledge_types + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai8[k_acknowledge_types] if k_acknowledge_types < 64 else _Struct(f'>{k_acknowledge_types}b')).pack(*x_acknowledge_types)
+                out += (_Ai8[k_acknowledgement_batches_acknowledge_types] if k_acknowledgement_batches_acknowledge_types < 64 else _Struct(f'>{k_acknowledgement_batches_acknowledge_types}b')).pack(*x_acknowledgement_batches_acknowledge_types)
             if e_acknowledgement_batches.unknown_tagged_fields:
                 _write_tagged(out, [], e_acknowledgement_batches.unknown_tagged_fields, frozenset())
             else:
@@ -503,17 +503,17 @@ def _encode_ShareFetchRequestFetchPartition_v1(o: ShareFetchRequestFetchPartitio
             _write_uvarint(out, m)
         for e_acknowledgement_batches in x_acknowledgement_batches:
             out += _S0.pack(e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset)
-            x_acknowledge_types = e_acknowledgement_batches.acknowledge_types
-            if x_acknowledge_types is None:
+            x_acknowledgement_batches_acknowledge_types = e_acknowledgement_batches.acknowledge_types
+            if x_acknowledgement_batches_acknowledge_types is None:
                 raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=1)
             else:
-                k_acknowledge_types = len(x_acknowledge_types)
-                m = k_acknowledge_types + 1
+                k_acknowledgement_batches_acknowledge_types = len(x_acknowledgement_batches_acknowledge_types)
+                m = k_acknowledgement_batches_acknowledge_types + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai8[k_acknowledge_types] if k_acknowledge_types < 64 else _Struct(f'>{k_acknowledge_types}b')).pack(*x_acknowledge_types)
+                out += (_Ai8[k_acknowledgement_batches_acknowledge_types] if k_acknowledgement_batches_acknowledge_types < 64 else _Struct(f'>{k_acknowledgement_batches_acknowledge_types}b')).pack(*x_acknowledgement_batches_acknowledge_types)
             if e_acknowledgement_batches.unknown_tagged_fields:
                 _write_tagged(out, [], e_acknowledgement_batches.unknown_tagged_fields, frozenset())
             else:
@@ -906,17 +906,17 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S3.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -1112,17 +1112,17 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S3.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -1314,17 +1314,17 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, out: bytearray) -> None:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
             out += _S3.pack(e_forgotten_topics_data.topic_id.bytes)
-            x_partitions = e_forgotten_topics_data.partitions
-            if x_partitions is None:
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
             if e_forgotten_topics_data.unknown_tagged_fields:
                 _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
             else:
@@ -2155,33 +2155,33 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, out: bytearray) -> None
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
             out += _S2.pack(e_node_endpoints.node_id)
-            x_host = e_node_endpoints.host
-            if x_host is None:
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                m = len(b_host) + 1
+                m = len(b_node_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_node_endpoints_host
             out += _S2.pack(e_node_endpoints.port)
-            x_rack = e_node_endpoints.rack
-            if x_rack is None:
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=0)
-                m = len(b_rack) + 1
+                m = len(b_node_endpoints_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_node_endpoints_rack
             if e_node_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
             else:
@@ -2364,33 +2364,33 @@ def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, out: bytearray) -> None
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
             out += _S2.pack(e_node_endpoints.node_id)
-            x_host = e_node_endpoints.host
-            if x_host is None:
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                m = len(b_host) + 1
+                m = len(b_node_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_node_endpoints_host
             out += _S2.pack(e_node_endpoints.port)
-            x_rack = e_node_endpoints.rack
-            if x_rack is None:
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
                 out.append(0)
             else:
-                b_rack = x_rack.encode()
-                if len(b_rack) > 0x7FFF:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Rack is too long', version=1)
-                m = len(b_rack) + 1
+                m = len(b_node_endpoints_rack) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_rack
+                out += b_node_endpoints_rack
             if e_node_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
             else:

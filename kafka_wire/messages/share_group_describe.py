@@ -421,30 +421,30 @@ def _encode_ShareGroupDescribeResponseAssignment_v0(o: ShareGroupDescribeRespons
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
             out += _S1.pack(e_topic_partitions.topic_id.bytes)
-            x_topic_name = e_topic_partitions.topic_name
-            if x_topic_name is None:
+            x_topic_partitions_topic_name = e_topic_partitions.topic_name
+            if x_topic_partitions_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_topic_partitions_topic_name = x_topic_partitions_topic_name.encode()
+                if len(b_topic_partitions_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                m = len(b_topic_name) + 1
+                m = len(b_topic_partitions_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
-            x_partitions = e_topic_partitions.partitions
-            if x_partitions is None:
+                out += b_topic_partitions_topic_name
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
             if e_topic_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
             else:

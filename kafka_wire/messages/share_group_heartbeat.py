@@ -429,17 +429,17 @@ def _encode_ShareGroupHeartbeatResponseAssignment_v0(o: ShareGroupHeartbeatRespo
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
             out += _S1.pack(e_topic_partitions.topic_id.bytes)
-            x_partitions = e_topic_partitions.partitions
-            if x_partitions is None:
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
             if e_topic_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
             else:

@@ -513,15 +513,15 @@ def _encode_StopReplicaRequest_v0(o: StopReplicaRequest, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_ungrouped_partitions))
         for e_ungrouped_partitions in x_ungrouped_partitions:
-            x_topic_name = e_ungrouped_partitions.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partitions_topic_name = e_ungrouped_partitions.topic_name
+            if x_ungrouped_partitions_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partitions_topic_name = x_ungrouped_partitions_topic_name.encode()
+                if len(b_ungrouped_partitions_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partitions_topic_name))
+                out += b_ungrouped_partitions_topic_name
             out += _S1.pack(e_ungrouped_partitions.partition_index)
             if e_ungrouped_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -589,21 +589,21 @@ def _encode_StopReplicaRequest_v1(o: StopReplicaRequest, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                out += _S2.pack(len(b_name))
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                out += (_Ci32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>i{k_partition_indexes}i')).pack(k_partition_indexes, *x_partition_indexes)
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
@@ -726,30 +726,30 @@ def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -1046,15 +1046,15 @@ def _encode_StopReplicaResponse_v0(o: StopReplicaResponse, out: bytearray) -> No
     else:
         out += _S1.pack(len(x_partition_errors))
         for e_partition_errors in x_partition_errors:
-            x_topic_name = e_partition_errors.topic_name
-            if x_topic_name is None:
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_partition_errors_topic_name))
+                out += b_partition_errors_topic_name
             out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
             if e_partition_errors.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -1155,19 +1155,19 @@ def _encode_StopReplicaResponse_v2(o: StopReplicaResponse, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_partition_errors in x_partition_errors:
-            x_topic_name = e_partition_errors.topic_name
-            if x_topic_name is None:
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-                m = len(b_topic_name) + 1
+                m = len(b_partition_errors_topic_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic_name
+                out += b_partition_errors_topic_name
             out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
             if e_partition_errors.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_errors.unknown_tagged_fields, frozenset())

@@ -693,32 +693,32 @@ def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResp
         else:
             _write_uvarint(out, m)
         for e_topic_configs in x_topic_configs:
-            x_key = e_topic_configs.key
-            if x_key is None:
+            x_topic_configs_key = e_topic_configs.key
+            if x_topic_configs_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_topic_configs_key = x_topic_configs_key.encode()
+                if len(b_topic_configs_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=0)
-                m = len(b_key) + 1
+                m = len(b_topic_configs_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
-            x_value = e_topic_configs.value
-            if x_value is None:
+                out += b_topic_configs_key
+            x_topic_configs_value = e_topic_configs.value
+            if x_topic_configs_value is None:
                 raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_topic_configs_value = x_topic_configs_value.encode()
+                if len(b_topic_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                m = len(b_value) + 1
+                m = len(b_topic_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_topic_configs_value
             if e_topic_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_topic_configs.unknown_tagged_fields, frozenset())
             else:
@@ -1463,30 +1463,30 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            x_subtopology_id = e_active_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_active_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_active_tasks.partitions
-            if x_partitions is None:
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
             if e_active_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -1501,30 +1501,30 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            x_subtopology_id = e_standby_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_standby_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_standby_tasks.partitions
-            if x_partitions is None:
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
             if e_standby_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -1539,30 +1539,30 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            x_subtopology_id = e_warmup_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_warmup_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_warmup_tasks.partitions
-            if x_partitions is None:
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
             if e_warmup_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -1981,32 +1981,32 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_client_tags in x_client_tags:
-            x_key = e_client_tags.key
-            if x_key is None:
+            x_client_tags_key = e_client_tags.key
+            if x_client_tags_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_client_tags_key = x_client_tags_key.encode()
+                if len(b_client_tags_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=0)
-                m = len(b_key) + 1
+                m = len(b_client_tags_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
-            x_value = e_client_tags.value
-            if x_value is None:
+                out += b_client_tags_key
+            x_client_tags_value = e_client_tags.value
+            if x_client_tags_value is None:
                 raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_client_tags_value = x_client_tags_value.encode()
+                if len(b_client_tags_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                m = len(b_value) + 1
+                m = len(b_client_tags_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_client_tags_value
             if e_client_tags.unknown_tagged_fields:
                 _write_tagged(out, [], e_client_tags.unknown_tagged_fields, frozenset())
             else:
@@ -2021,19 +2021,19 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_task_offsets in x_task_offsets:
-            x_subtopology_id = e_task_offsets.subtopology_id
-            if x_subtopology_id is None:
+            x_task_offsets_subtopology_id = e_task_offsets.subtopology_id
+            if x_task_offsets_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_task_offsets_subtopology_id = x_task_offsets_subtopology_id.encode()
+                if len(b_task_offsets_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_task_offsets_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
+                out += b_task_offsets_subtopology_id
             out += _S5.pack(e_task_offsets.partition, e_task_offsets.offset)
             if e_task_offsets.unknown_tagged_fields:
                 _write_tagged(out, [], e_task_offsets.unknown_tagged_fields, frozenset())
@@ -2049,19 +2049,19 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_task_end_offsets in x_task_end_offsets:
-            x_subtopology_id = e_task_end_offsets.subtopology_id
-            if x_subtopology_id is None:
+            x_task_end_offsets_subtopology_id = e_task_end_offsets.subtopology_id
+            if x_task_end_offsets_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_task_end_offsets_subtopology_id = x_task_end_offsets_subtopology_id.encode()
+                if len(b_task_end_offsets_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_task_end_offsets_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
+                out += b_task_end_offsets_subtopology_id
             out += _S5.pack(e_task_end_offsets.partition, e_task_end_offsets.offset)
             if e_task_end_offsets.unknown_tagged_fields:
                 _write_tagged(out, [], e_task_end_offsets.unknown_tagged_fields, frozenset())

@@ -519,32 +519,32 @@ def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatReq
         else:
             _write_uvarint(out, m)
         for e_topic_configs in x_topic_configs:
-            x_key = e_topic_configs.key
-            if x_key is None:
+            x_topic_configs_key = e_topic_configs.key
+            if x_topic_configs_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_topic_configs_key = x_topic_configs_key.encode()
+                if len(b_topic_configs_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=0)
-                m = len(b_key) + 1
+                m = len(b_topic_configs_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
-            x_value = e_topic_configs.value
-            if x_value is None:
+                out += b_topic_configs_key
+            x_topic_configs_value = e_topic_configs.value
+            if x_topic_configs_value is None:
                 raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_topic_configs_value = x_topic_configs_value.encode()
+                if len(b_topic_configs_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                m = len(b_value) + 1
+                m = len(b_topic_configs_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_topic_configs_value
             if e_topic_configs.unknown_tagged_fields:
                 _write_tagged(out, [], e_topic_configs.unknown_tagged_fields, frozenset())
             else:
@@ -1020,39 +1020,39 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
         else:
             _write_uvarint(out, m)
         for e_copartition_groups in x_copartition_groups:
-            x_source_topics = e_copartition_groups.source_topics
-            if x_source_topics is None:
+            x_copartition_groups_source_topics = e_copartition_groups.source_topics
+            if x_copartition_groups_source_topics is None:
                 raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
             else:
-                k_source_topics = len(x_source_topics)
-                m = k_source_topics + 1
+                k_copartition_groups_source_topics = len(x_copartition_groups_source_topics)
+                m = k_copartition_groups_source_topics + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai16[k_source_topics] if k_source_topics < 64 else _Struct(f'>{k_source_topics}h')).pack(*x_source_topics)
-            x_source_topic_regex = e_copartition_groups.source_topic_regex
-            if x_source_topic_regex is None:
+                out += (_Ai16[k_copartition_groups_source_topics] if k_copartition_groups_source_topics < 64 else _Struct(f'>{k_copartition_groups_source_topics}h')).pack(*x_copartition_groups_source_topics)
+            x_copartition_groups_source_topic_regex = e_copartition_groups.source_topic_regex
+            if x_copartition_groups_source_topic_regex is None:
                 raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
             else:
-                k_source_topic_regex = len(x_source_topic_regex)
-                m = k_source_topic_regex + 1
+                k_copartition_groups_source_topic_regex = len(x_copartition_groups_source_topic_regex)
+                m = k_copartition_groups_source_topic_regex + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai16[k_source_topic_regex] if k_source_topic_regex < 64 else _Struct(f'>{k_source_topic_regex}h')).pack(*x_source_topic_regex)
-            x_repartition_source_topics = e_copartition_groups.repartition_source_topics
-            if x_repartition_source_topics is None:
+                out += (_Ai16[k_copartition_groups_source_topic_regex] if k_copartition_groups_source_topic_regex < 64 else _Struct(f'>{k_copartition_groups_source_topic_regex}h')).pack(*x_copartition_groups_source_topic_regex)
+            x_copartition_groups_repartition_source_topics = e_copartition_groups.repartition_source_topics
+            if x_copartition_groups_repartition_source_topics is None:
                 raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
             else:
-                k_repartition_source_topics = len(x_repartition_source_topics)
-                m = k_repartition_source_topics + 1
+                k_copartition_groups_repartition_source_topics = len(x_copartition_groups_repartition_source_topics)
+                m = k_copartition_groups_repartition_source_topics + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai16[k_repartition_source_topics] if k_repartition_source_topics < 64 else _Struct(f'>{k_repartition_source_topics}h')).pack(*x_repartition_source_topics)
+                out += (_Ai16[k_copartition_groups_repartition_source_topics] if k_copartition_groups_repartition_source_topics < 64 else _Struct(f'>{k_copartition_groups_repartition_source_topics}h')).pack(*x_copartition_groups_repartition_source_topics)
             if e_copartition_groups.unknown_tagged_fields:
                 _write_tagged(out, [], e_copartition_groups.unknown_tagged_fields, frozenset())
             else:
@@ -1914,30 +1914,30 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            x_subtopology_id = e_active_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_active_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_active_tasks.partitions
-            if x_partitions is None:
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
             if e_active_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -1952,30 +1952,30 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            x_subtopology_id = e_standby_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_standby_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_standby_tasks.partitions
-            if x_partitions is None:
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
             if e_standby_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -1990,30 +1990,30 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            x_subtopology_id = e_warmup_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_warmup_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_warmup_tasks.partitions
-            if x_partitions is None:
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
             if e_warmup_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -2047,32 +2047,32 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_client_tags in x_client_tags:
-            x_key = e_client_tags.key
-            if x_key is None:
+            x_client_tags_key = e_client_tags.key
+            if x_client_tags_key is None:
                 raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
             else:
-                b_key = x_key.encode()
-                if len(b_key) > 0x7FFF:
+                b_client_tags_key = x_client_tags_key.encode()
+                if len(b_client_tags_key) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Key is too long', version=0)
-                m = len(b_key) + 1
+                m = len(b_client_tags_key) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_key
-            x_value = e_client_tags.value
-            if x_value is None:
+                out += b_client_tags_key
+            x_client_tags_value = e_client_tags.value
+            if x_client_tags_value is None:
                 raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
             else:
-                b_value = x_value.encode()
-                if len(b_value) > 0x7FFF:
+                b_client_tags_value = x_client_tags_value.encode()
+                if len(b_client_tags_value) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Value is too long', version=0)
-                m = len(b_value) + 1
+                m = len(b_client_tags_value) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_value
+                out += b_client_tags_value
             if e_client_tags.unknown_tagged_fields:
                 _write_tagged(out, [], e_client_tags.unknown_tagged_fields, frozenset())
             else:
@@ -2087,19 +2087,19 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_task_offsets in x_task_offsets:
-            x_subtopology_id = e_task_offsets.subtopology_id
-            if x_subtopology_id is None:
+            x_task_offsets_subtopology_id = e_task_offsets.subtopology_id
+            if x_task_offsets_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_task_offsets_subtopology_id = x_task_offsets_subtopology_id.encode()
+                if len(b_task_offsets_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_task_offsets_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
+                out += b_task_offsets_subtopology_id
             out += _S3.pack(e_task_offsets.partition, e_task_offsets.offset)
             if e_task_offsets.unknown_tagged_fields:
                 _write_tagged(out, [], e_task_offsets.unknown_tagged_fields, frozenset())
@@ -2115,19 +2115,19 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_task_end_offsets in x_task_end_offsets:
-            x_subtopology_id = e_task_end_offsets.subtopology_id
-            if x_subtopology_id is None:
+            x_task_end_offsets_subtopology_id = e_task_end_offsets.subtopology_id
+            if x_task_end_offsets_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_task_end_offsets_subtopology_id = x_task_end_offsets_subtopology_id.encode()
+                if len(b_task_end_offsets_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_task_end_offsets_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
+                out += b_task_end_offsets_subtopology_id
             out += _S3.pack(e_task_end_offsets.partition, e_task_end_offsets.offset)
             if e_task_end_offsets.unknown_tagged_fields:
                 _write_tagged(out, [], e_task_end_offsets.unknown_tagged_fields, frozenset())
@@ -2618,30 +2618,30 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
         else:
             _write_uvarint(out, m)
         for e_active_partitions in x_active_partitions:
-            x_topic = e_active_partitions.topic
-            if x_topic is None:
+            x_active_partitions_topic = e_active_partitions.topic
+            if x_active_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_active_partitions_topic = x_active_partitions_topic.encode()
+                if len(b_active_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=0)
-                m = len(b_topic) + 1
+                m = len(b_active_partitions_topic) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic
-            x_partitions = e_active_partitions.partitions
-            if x_partitions is None:
+                out += b_active_partitions_topic
+            x_active_partitions_partitions = e_active_partitions.partitions
+            if x_active_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_active_partitions_partitions = len(x_active_partitions_partitions)
+                m = k_active_partitions_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_active_partitions_partitions] if k_active_partitions_partitions < 64 else _Struct(f'>{k_active_partitions_partitions}i')).pack(*x_active_partitions_partitions)
             if e_active_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_active_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -2656,30 +2656,30 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
         else:
             _write_uvarint(out, m)
         for e_standby_partitions in x_standby_partitions:
-            x_topic = e_standby_partitions.topic
-            if x_topic is None:
+            x_standby_partitions_topic = e_standby_partitions.topic
+            if x_standby_partitions_topic is None:
                 raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
             else:
-                b_topic = x_topic.encode()
-                if len(b_topic) > 0x7FFF:
+                b_standby_partitions_topic = x_standby_partitions_topic.encode()
+                if len(b_standby_partitions_topic) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Topic is too long', version=0)
-                m = len(b_topic) + 1
+                m = len(b_standby_partitions_topic) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_topic
-            x_partitions = e_standby_partitions.partitions
-            if x_partitions is None:
+                out += b_standby_partitions_topic
+            x_standby_partitions_partitions = e_standby_partitions.partitions
+            if x_standby_partitions_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_standby_partitions_partitions = len(x_standby_partitions_partitions)
+                m = k_standby_partitions_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_standby_partitions_partitions] if k_standby_partitions_partitions < 64 else _Struct(f'>{k_standby_partitions_partitions}i')).pack(*x_standby_partitions_partitions)
             if e_standby_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_standby_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -3072,19 +3072,19 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
             _write_uvarint(out, m)
         for e_status in x_status:
             out += _S6.pack(e_status.status_code)
-            x_status_detail = e_status.status_detail
-            if x_status_detail is None:
+            x_status_status_detail = e_status.status_detail
+            if x_status_status_detail is None:
                 raise ValueOutOfRangeError('non-nullable field StatusDetail is None', version=0)
             else:
-                b_status_detail = x_status_detail.encode()
-                if len(b_status_detail) > 0x7FFF:
+                b_status_status_detail = x_status_status_detail.encode()
+                if len(b_status_status_detail) > 0x7FFF:
                     raise ValueOutOfRangeError('string field StatusDetail is too long', version=0)
-                m = len(b_status_detail) + 1
+                m = len(b_status_status_detail) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_status_detail
+                out += b_status_status_detail
             if e_status.unknown_tagged_fields:
                 _write_tagged(out, [], e_status.unknown_tagged_fields, frozenset())
             else:
@@ -3099,30 +3099,30 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            x_subtopology_id = e_active_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_active_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_active_tasks.partitions
-            if x_partitions is None:
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
             if e_active_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -3137,30 +3137,30 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            x_subtopology_id = e_standby_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_standby_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_standby_tasks.partitions
-            if x_partitions is None:
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
             if e_standby_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -3175,30 +3175,30 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            x_subtopology_id = e_warmup_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
-                m = len(b_subtopology_id) + 1
+                m = len(b_warmup_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_warmup_tasks.partitions
-            if x_partitions is None:
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
             if e_warmup_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -3602,19 +3602,19 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
             _write_uvarint(out, m)
         for e_status in x_status:
             out += _S6.pack(e_status.status_code)
-            x_status_detail = e_status.status_detail
-            if x_status_detail is None:
+            x_status_status_detail = e_status.status_detail
+            if x_status_status_detail is None:
                 raise ValueOutOfRangeError('non-nullable field StatusDetail is None', version=1)
             else:
-                b_status_detail = x_status_detail.encode()
-                if len(b_status_detail) > 0x7FFF:
+                b_status_status_detail = x_status_status_detail.encode()
+                if len(b_status_status_detail) > 0x7FFF:
                     raise ValueOutOfRangeError('string field StatusDetail is too long', version=1)
-                m = len(b_status_detail) + 1
+                m = len(b_status_status_detail) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_status_detail
+                out += b_status_status_detail
             if e_status.unknown_tagged_fields:
                 _write_tagged(out, [], e_status.unknown_tagged_fields, frozenset())
             else:
@@ -3629,30 +3629,30 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            x_subtopology_id = e_active_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
-                m = len(b_subtopology_id) + 1
+                m = len(b_active_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_active_tasks.partitions
-            if x_partitions is None:
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
             if e_active_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -3667,30 +3667,30 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            x_subtopology_id = e_standby_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
-                m = len(b_subtopology_id) + 1
+                m = len(b_standby_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_standby_tasks.partitions
-            if x_partitions is None:
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
             if e_standby_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
             else:
@@ -3705,30 +3705,30 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            x_subtopology_id = e_warmup_tasks.subtopology_id
-            if x_subtopology_id is None:
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
                 raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
             else:
-                b_subtopology_id = x_subtopology_id.encode()
-                if len(b_subtopology_id) > 0x7FFF:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
-                m = len(b_subtopology_id) + 1
+                m = len(b_warmup_tasks_subtopology_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_subtopology_id
-            x_partitions = e_warmup_tasks.partitions
-            if x_partitions is None:
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
                 raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
             else:
-                k_partitions = len(x_partitions)
-                m = k_partitions + 1
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partitions] if k_partitions < 64 else _Struct(f'>{k_partitions}i')).pack(*x_partitions)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
             if e_warmup_tasks.unknown_tagged_fields:
                 _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
             else:

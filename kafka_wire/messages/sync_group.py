@@ -307,22 +307,22 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            x_member_id = e_assignments.member_id
-            if x_member_id is None:
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_assignment = e_assignments.assignment
-            if x_assignment is None:
+                out += _S1.pack(len(b_assignments_member_id))
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
             else:
-                b_assignment = x_assignment
-                out += _S0.pack(len(b_assignment))
-                out += b_assignment
+                b_assignments_assignment = x_assignments_assignment
+                out += _S0.pack(len(b_assignments_assignment))
+                out += b_assignments_assignment
             if e_assignments.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -439,22 +439,22 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, out: bytearray) -> None:
     else:
         out += _S0.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            x_member_id = e_assignments.member_id
-            if x_member_id is None:
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-                out += _S1.pack(len(b_member_id))
-                out += b_member_id
-            x_assignment = e_assignments.assignment
-            if x_assignment is None:
+                out += _S1.pack(len(b_assignments_member_id))
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field Assignment is None', version=3)
             else:
-                b_assignment = x_assignment
-                out += _S0.pack(len(b_assignment))
-                out += b_assignment
+                b_assignments_assignment = x_assignments_assignment
+                out += _S0.pack(len(b_assignments_assignment))
+                out += b_assignments_assignment
             if e_assignments.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
@@ -655,30 +655,30 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            x_member_id = e_assignments.member_id
-            if x_member_id is None:
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=4)
-                m = len(b_member_id) + 1
+                m = len(b_assignments_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_assignment = e_assignments.assignment
-            if x_assignment is None:
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field Assignment is None', version=4)
             else:
-                b_assignment = x_assignment
-                m = len(b_assignment) + 1
+                b_assignments_assignment = x_assignments_assignment
+                m = len(b_assignments_assignment) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_assignment
+                out += b_assignments_assignment
             if e_assignments.unknown_tagged_fields:
                 _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
             else:
@@ -939,30 +939,30 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            x_member_id = e_assignments.member_id
-            if x_member_id is None:
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
                 raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
             else:
-                b_member_id = x_member_id.encode()
-                if len(b_member_id) > 0x7FFF:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
                     raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-                m = len(b_member_id) + 1
+                m = len(b_assignments_member_id) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_member_id
-            x_assignment = e_assignments.assignment
-            if x_assignment is None:
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
                 raise ValueOutOfRangeError('non-nullable field Assignment is None', version=5)
             else:
-                b_assignment = x_assignment
-                m = len(b_assignment) + 1
+                b_assignments_assignment = x_assignments_assignment
+                m = len(b_assignments_assignment) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_assignment
+                out += b_assignments_assignment
             if e_assignments.unknown_tagged_fields:
                 _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
             else:

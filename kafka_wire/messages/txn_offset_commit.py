@@ -330,15 +330,15 @@ def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, out: 
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S1.pack(e_partitions.partition_index, e_partitions.committed_offset)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
-                out += _S2.pack(len(b_committed_metadata))
-                out += b_committed_metadata
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
@@ -406,15 +406,15 @@ def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, out: 
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out += b'\xff\xff'
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=2)
-                out += _S2.pack(len(b_committed_metadata))
-                out += b_committed_metadata
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
@@ -542,19 +542,19 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, out: 
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out.append(0)
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=3)
-                m = len(b_committed_metadata) + 1
+                m = len(b_partitions_committed_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_committed_metadata
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:
@@ -661,19 +661,19 @@ def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, out: 
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
-            x_committed_metadata = e_partitions.committed_metadata
-            if x_committed_metadata is None:
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
                 out.append(0)
             else:
-                b_committed_metadata = x_committed_metadata.encode()
-                if len(b_committed_metadata) > 0x7FFF:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
                     raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=6)
-                m = len(b_committed_metadata) + 1
+                m = len(b_partitions_committed_metadata) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_committed_metadata
+                out += b_partitions_committed_metadata
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

@@ -321,19 +321,19 @@ def _encode_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, out: bytearray) -
         for e_feature_updates in x_feature_updates:
             if e_feature_updates.upgrade_type != 1:
                 raise FieldNotInVersionError('non-default UpgradeType cannot be written', version=0)
-            x_feature = e_feature_updates.feature
-            if x_feature is None:
+            x_feature_updates_feature = e_feature_updates.feature
+            if x_feature_updates_feature is None:
                 raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
             else:
-                b_feature = x_feature.encode()
-                if len(b_feature) > 0x7FFF:
+                b_feature_updates_feature = x_feature_updates_feature.encode()
+                if len(b_feature_updates_feature) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Feature is too long', version=0)
-                m = len(b_feature) + 1
+                m = len(b_feature_updates_feature) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_feature
+                out += b_feature_updates_feature
             out += _S0.pack(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade)
             if e_feature_updates.unknown_tagged_fields:
                 _write_tagged(out, [], e_feature_updates.unknown_tagged_fields, frozenset())
@@ -443,19 +443,19 @@ def _encode_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, out: bytearray) -
         for e_feature_updates in x_feature_updates:
             if bool(e_feature_updates.allow_downgrade):
                 raise FieldNotInVersionError('non-default AllowDowngrade cannot be written', version=1)
-            x_feature = e_feature_updates.feature
-            if x_feature is None:
+            x_feature_updates_feature = e_feature_updates.feature
+            if x_feature_updates_feature is None:
                 raise ValueOutOfRangeError('non-nullable field Feature is None', version=1)
             else:
-                b_feature = x_feature.encode()
-                if len(b_feature) > 0x7FFF:
+                b_feature_updates_feature = x_feature_updates_feature.encode()
+                if len(b_feature_updates_feature) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Feature is too long', version=1)
-                m = len(b_feature) + 1
+                m = len(b_feature_updates_feature) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_feature
+                out += b_feature_updates_feature
             out += _S1.pack(e_feature_updates.max_version_level, e_feature_updates.upgrade_type)
             if e_feature_updates.unknown_tagged_fields:
                 _write_tagged(out, [], e_feature_updates.unknown_tagged_fields, frozenset())
@@ -699,33 +699,33 @@ def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, out: bytearray)
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            x_feature = e_results.feature
-            if x_feature is None:
+            x_results_feature = e_results.feature
+            if x_results_feature is None:
                 raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
             else:
-                b_feature = x_feature.encode()
-                if len(b_feature) > 0x7FFF:
+                b_results_feature = x_results_feature.encode()
+                if len(b_results_feature) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Feature is too long', version=0)
-                m = len(b_feature) + 1
+                m = len(b_results_feature) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_feature
+                out += b_results_feature
             out += _S4.pack(e_results.error_code)
-            x_error_message = e_results.error_message
-            if x_error_message is None:
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_results_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_results_error_message
             if e_results.unknown_tagged_fields:
                 _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
             else:

@@ -588,25 +588,25 @@ def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicStat
         out += _S4.pack(len(x_partition_states))
         for e_partition_states in x_partition_states:
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_partition_states_isr = len(x_partition_states_isr)
+                out += (_Ci32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>i{k_partition_states_isr}i')).pack(k_partition_states_isr, *x_partition_states_isr)
             out += _S4.pack(e_partition_states.zk_version)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
-            x_offline_replicas = e_partition_states.offline_replicas
-            if x_offline_replicas is None:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                out += (_Ci32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>i{k_partition_states_replicas}i')).pack(k_partition_states_replicas, *x_partition_states_replicas)
+            x_partition_states_offline_replicas = e_partition_states.offline_replicas
+            if x_partition_states_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
+                k_partition_states_offline_replicas = len(x_partition_states_offline_replicas)
+                out += (_Ci32[k_partition_states_offline_replicas] if k_partition_states_offline_replicas < 64 else _Struct(f'>i{k_partition_states_offline_replicas}i')).pack(k_partition_states_offline_replicas, *x_partition_states_offline_replicas)
             if e_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
@@ -769,40 +769,40 @@ def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicStat
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
             out += _S4.pack(e_partition_states.zk_version)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
-            x_offline_replicas = e_partition_states.offline_replicas
-            if x_offline_replicas is None:
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_offline_replicas = e_partition_states.offline_replicas
+            if x_partition_states_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=6)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                m = k_offline_replicas + 1
+                k_partition_states_offline_replicas = len(x_partition_states_offline_replicas)
+                m = k_partition_states_offline_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
+                out += (_Ai32[k_partition_states_offline_replicas] if k_partition_states_offline_replicas < 64 else _Struct(f'>{k_partition_states_offline_replicas}i')).pack(*x_partition_states_offline_replicas)
             if e_partition_states.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
             else:
@@ -972,40 +972,40 @@ def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicStat
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
             out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
-            x_isr = e_partition_states.isr
-            if x_isr is None:
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=7)
             else:
-                k_isr = len(x_isr)
-                m = k_isr + 1
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_isr] if k_isr < 64 else _Struct(f'>{k_isr}i')).pack(*x_isr)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
             out += _S4.pack(e_partition_states.zk_version)
-            x_replicas = e_partition_states.replicas
-            if x_replicas is None:
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=7)
             else:
-                k_replicas = len(x_replicas)
-                m = k_replicas + 1
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_replicas] if k_replicas < 64 else _Struct(f'>{k_replicas}i')).pack(*x_replicas)
-            x_offline_replicas = e_partition_states.offline_replicas
-            if x_offline_replicas is None:
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_offline_replicas = e_partition_states.offline_replicas
+            if x_partition_states_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                m = k_offline_replicas + 1
+                k_partition_states_offline_replicas = len(x_partition_states_offline_replicas)
+                m = k_partition_states_offline_replicas + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>{k_offline_replicas}i')).pack(*x_offline_replicas)
+                out += (_Ai32[k_partition_states_offline_replicas] if k_partition_states_offline_replicas < 64 else _Struct(f'>{k_partition_states_offline_replicas}i')).pack(*x_partition_states_offline_replicas)
             if e_partition_states.unknown_tagged_fields:
                 _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
             else:
@@ -1293,15 +1293,15 @@ def _encode_UpdateMetadataRequestBroker_v1(o: UpdateMetadataRequestBroker, out: 
         out += _S4.pack(len(x_endpoints))
         for e_endpoints in x_endpoints:
             out += _S4.pack(e_endpoints.port)
-            x_host = e_endpoints.host
-            if x_host is None:
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=1)
-                out += _S2.pack(len(b_host))
-                out += b_host
+                out += _S2.pack(len(b_endpoints_host))
+                out += b_endpoints_host
             out += _S2.pack(e_endpoints.security_protocol)
             if e_endpoints.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
@@ -1366,15 +1366,15 @@ def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, out: 
         out += _S4.pack(len(x_endpoints))
         for e_endpoints in x_endpoints:
             out += _S4.pack(e_endpoints.port)
-            x_host = e_endpoints.host
-            if x_host is None:
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=2)
-                out += _S2.pack(len(b_host))
-                out += b_host
+                out += _S2.pack(len(b_endpoints_host))
+                out += b_endpoints_host
             out += _S2.pack(e_endpoints.security_protocol)
             if e_endpoints.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
@@ -1457,24 +1457,24 @@ def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, out: 
         out += _S4.pack(len(x_endpoints))
         for e_endpoints in x_endpoints:
             out += _S4.pack(e_endpoints.port)
-            x_host = e_endpoints.host
-            if x_host is None:
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=3)
-                out += _S2.pack(len(b_host))
-                out += b_host
-            x_listener = e_endpoints.listener
-            if x_listener is None:
+                out += _S2.pack(len(b_endpoints_host))
+                out += b_endpoints_host
+            x_endpoints_listener = e_endpoints.listener
+            if x_endpoints_listener is None:
                 raise ValueOutOfRangeError('non-nullable field Listener is None', version=3)
             else:
-                b_listener = x_listener.encode()
-                if len(b_listener) > 0x7FFF:
+                b_endpoints_listener = x_endpoints_listener.encode()
+                if len(b_endpoints_listener) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Listener is too long', version=3)
-                out += _S2.pack(len(b_listener))
-                out += b_listener
+                out += _S2.pack(len(b_endpoints_listener))
+                out += b_endpoints_listener
             out += _S2.pack(e_endpoints.security_protocol)
             if e_endpoints.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
@@ -1621,32 +1621,32 @@ def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, out: 
             _write_uvarint(out, m)
         for e_endpoints in x_endpoints:
             out += _S4.pack(e_endpoints.port)
-            x_host = e_endpoints.host
-            if x_host is None:
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=6)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=6)
-                m = len(b_host) + 1
+                m = len(b_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
-            x_listener = e_endpoints.listener
-            if x_listener is None:
+                out += b_endpoints_host
+            x_endpoints_listener = e_endpoints.listener
+            if x_endpoints_listener is None:
                 raise ValueOutOfRangeError('non-nullable field Listener is None', version=6)
             else:
-                b_listener = x_listener.encode()
-                if len(b_listener) > 0x7FFF:
+                b_endpoints_listener = x_endpoints_listener.encode()
+                if len(b_endpoints_listener) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Listener is too long', version=6)
-                m = len(b_listener) + 1
+                m = len(b_endpoints_listener) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_listener
+                out += b_endpoints_listener
             out += _S2.pack(e_endpoints.security_protocol)
             if e_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_endpoints.unknown_tagged_fields, frozenset())
@@ -1775,29 +1775,29 @@ def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, out: bytearray) -
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.zk_version)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     x_live_brokers = o.live_brokers
@@ -1807,15 +1807,15 @@ def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, out: bytearray) -
         out += _S4.pack(len(x_live_brokers))
         for e_live_brokers in x_live_brokers:
             out += _S4.pack(e_live_brokers.id)
-            x_v0_host = e_live_brokers.v0_host
-            if x_v0_host is None:
+            x_live_brokers_v0_host = e_live_brokers.v0_host
+            if x_live_brokers_v0_host is None:
                 raise ValueOutOfRangeError('non-nullable field V0Host is None', version=0)
             else:
-                b_v0_host = x_v0_host.encode()
-                if len(b_v0_host) > 0x7FFF:
+                b_live_brokers_v0_host = x_live_brokers_v0_host.encode()
+                if len(b_live_brokers_v0_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field V0Host is too long', version=0)
-                out += _S2.pack(len(b_v0_host))
-                out += b_v0_host
+                out += _S2.pack(len(b_live_brokers_v0_host))
+                out += b_live_brokers_v0_host
             out += _S4.pack(e_live_brokers.v0_port)
             if e_live_brokers.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
@@ -1910,29 +1910,29 @@ def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, out: bytearray) -
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.zk_version)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 1')
     x_live_brokers = o.live_brokers
@@ -2033,29 +2033,29 @@ def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, out: bytearray) -
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.zk_version)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 2')
     x_live_brokers = o.live_brokers
@@ -2156,29 +2156,29 @@ def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, out: bytearray) -
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=3)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.zk_version)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 3')
     x_live_brokers = o.live_brokers
@@ -2290,35 +2290,35 @@ def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, out: bytearray) -
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            x_topic_name = e_ungrouped_partition_states.topic_name
-            if x_topic_name is None:
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
                 raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
             else:
-                b_topic_name = x_topic_name.encode()
-                if len(b_topic_name) > 0x7FFF:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field TopicName is too long', version=4)
-                out += _S2.pack(len(b_topic_name))
-                out += b_topic_name
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
             out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
-            x_isr = e_ungrouped_partition_states.isr
-            if x_isr is None:
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
                 raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
             else:
-                k_isr = len(x_isr)
-                out += (_Ci32[k_isr] if k_isr < 64 else _Struct(f'>i{k_isr}i')).pack(k_isr, *x_isr)
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
             out += _S4.pack(e_ungrouped_partition_states.zk_version)
-            x_replicas = e_ungrouped_partition_states.replicas
-            if x_replicas is None:
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
             else:
-                k_replicas = len(x_replicas)
-                out += (_Ci32[k_replicas] if k_replicas < 64 else _Struct(f'>i{k_replicas}i')).pack(k_replicas, *x_replicas)
-            x_offline_replicas = e_ungrouped_partition_states.offline_replicas
-            if x_offline_replicas is None:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            x_ungrouped_partition_states_offline_replicas = e_ungrouped_partition_states.offline_replicas
+            if x_ungrouped_partition_states_offline_replicas is None:
                 raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=4)
             else:
-                k_offline_replicas = len(x_offline_replicas)
-                out += (_Ci32[k_offline_replicas] if k_offline_replicas < 64 else _Struct(f'>i{k_offline_replicas}i')).pack(k_offline_replicas, *x_offline_replicas)
+                k_ungrouped_partition_states_offline_replicas = len(x_ungrouped_partition_states_offline_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_offline_replicas] if k_ungrouped_partition_states_offline_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_offline_replicas}i')).pack(k_ungrouped_partition_states_offline_replicas, *x_ungrouped_partition_states_offline_replicas)
             if e_ungrouped_partition_states.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 4')
     x_live_brokers = o.live_brokers

@@ -1305,19 +1305,19 @@ def _encode_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
                 t += _S3.pack(e_node_endpoints.node_id)
-                x_host = e_node_endpoints.host
-                if x_host is None:
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
                 else:
-                    b_host = x_host.encode()
-                    if len(b_host) > 0x7FFF:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
-                    m = len(b_host) + 1
+                    m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
                         t.append(m)
                     else:
                         _write_uvarint(t, m)
-                    t += b_host
+                    t += b_node_endpoints_host
                 t += _S5.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
                     _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())

@@ -328,32 +328,32 @@ def _encode_VotersRecordVoter_v0(o: VotersRecordVoter, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_endpoints in x_endpoints:
-            x_name = e_endpoints.name
-            if x_name is None:
+            x_endpoints_name = e_endpoints.name
+            if x_endpoints_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_endpoints_name = x_endpoints_name.encode()
+                if len(b_endpoints_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                m = len(b_name) + 1
+                m = len(b_endpoints_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_host = e_endpoints.host
-            if x_host is None:
+                out += b_endpoints_name
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
                 raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
             else:
-                b_host = x_host.encode()
-                if len(b_host) > 0x7FFF:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Host is too long', version=0)
-                m = len(b_host) + 1
+                m = len(b_endpoints_host) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_host
+                out += b_endpoints_host
             out += _S0.pack(e_endpoints.port)
             if e_endpoints.unknown_tagged_fields:
                 _write_tagged(out, [], e_endpoints.unknown_tagged_fields, frozenset())

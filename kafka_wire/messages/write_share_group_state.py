@@ -810,19 +810,19 @@ def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupSt
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
             out += _S4.pack(e_partitions.partition, e_partitions.error_code)
-            x_error_message = e_partitions.error_message
-            if x_error_message is None:
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
                 out.append(0)
             else:
-                b_error_message = x_error_message.encode()
-                if len(b_error_message) > 0x7FFF:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
                     raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-                m = len(b_error_message) + 1
+                m = len(b_partitions_error_message) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_error_message
+                out += b_partitions_error_message
             if e_partitions.unknown_tagged_fields:
                 _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
             else:

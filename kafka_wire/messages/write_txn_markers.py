@@ -321,21 +321,21 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(o: WriteTxnMarkersRequest
     else:
         out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=0)
-                out += _S1.pack(len(b_name))
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += _S1.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                out += (_Ci32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>i{k_partition_indexes}i')).pack(k_partition_indexes, *x_partition_indexes)
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 raise EncodeError('tagged fields cannot be written in version 0')
     out += _S0.pack(o.coordinator_epoch)
@@ -453,30 +453,30 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequest
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=1)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
@@ -597,30 +597,30 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequest
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            x_name = e_topics.name
-            if x_name is None:
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
                 raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
             else:
-                b_name = x_name.encode()
-                if len(b_name) > 0x7FFF:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
                     raise ValueOutOfRangeError('string field Name is too long', version=2)
-                m = len(b_name) + 1
+                m = len(b_topics_name) + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += b_name
-            x_partition_indexes = e_topics.partition_indexes
-            if x_partition_indexes is None:
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
                 raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
             else:
-                k_partition_indexes = len(x_partition_indexes)
-                m = k_partition_indexes + 1
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
                 if m < 0x80:
                     out.append(m)
                 else:
                     _write_uvarint(out, m)
-                out += (_Ai32[k_partition_indexes] if k_partition_indexes < 64 else _Struct(f'>{k_partition_indexes}i')).pack(*x_partition_indexes)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
             if e_topics.unknown_tagged_fields:
                 _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
             else:
