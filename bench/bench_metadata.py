@@ -9,7 +9,10 @@ cyclic GC on and prints the median MB/s (1 MB = 10**6 bytes of message body) of 
 
 ``--gc frozen`` calls ``gc.freeze()`` once the inputs are built (the collector then skips every
 long-lived object: modules, inputs) and ``--gc off`` disables it while timing: decode speed depends
-heavily on how many objects a full collection has to walk, and these show by how much.
+heavily on how many objects a full collection has to walk, and these show by how much (kafka_wire
+pauses the collector itself while it decodes 4 KiB or more, see ``kafka_wire.codec.runtime``, so its
+figures move little between the modes; the peers' move a lot). The load average is printed before
+and after: on a shared machine, compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import datetime
 import gc
 import io
+import os
 import platform
 import random
 import statistics
@@ -353,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"python {platform.python_version()} ({platform.python_implementation()}), {platform.machine()}, "
         f"kafka_wire {dist_version('kafka-wire')}, kio {dist_version('kio')}, "
-        f"kafka-python {dist_version('kafka-python')}; GC {args.gc}; median of {args.repeat}"
+        f"kafka-python {dist_version('kafka-python')}; GC {args.gc}; median of {args.repeat}; "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
     print(
         f"input: {len(cluster.topics)} topics x {len(cluster.topics[0].partitions)} partitions x "
@@ -389,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         "kafka_wire/kio",
         "kafka_wire/kafka-python",
     )
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

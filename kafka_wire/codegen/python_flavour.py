@@ -123,6 +123,9 @@ class ModuleEmitter:
         self.body = SourceWriter()
         self.tables = SourceWriter()
         self.tables_used: dict[str, str] = {}  # module constant -> runtime array-struct table
+        # Prepended to the names of an encoder's per-field locals (x_, b_, k_, e_) while an element
+        # is written inline, so that they cannot clash with the parent's locals of another type.
+        self.local_prefix = ""
 
     # ----------------------------------------------------------------- helpers
     def struct_const(self, fmt: str) -> str:
@@ -195,63 +198,14 @@ class ModuleEmitter:
     def emit_decoder(self, msg: Message, s: Struct, v: int) -> str:
         w = SourceWriter()
         cls = s.class_name
-        flexible = v in msg.flexible
         uses_mv = any(
             f.present(v) and (f.type.kind == "records") for f in s.fields
         )
         with w.block(f"def @NAME@(buf: bytes, pos: int) -> tuple[{cls}, int]:"):
-            w.line(f"o = _new({cls})")
             w.line("blen = len(buf)")
             if uses_mv:
                 w.line("mv = memoryview(buf)")
-            # Defaults first: absent fields and tagged fields.
-            for f in s.fields:
-                if not f.present(v) or f.is_tagged(v):
-                    w.line(f"o.{f.py_name} = {fresh_default(f, self.msg_classes)}")
-            run: list[tuple[str, str]] = []  # (struct char, target)
-
-            def flush() -> None:
-                if not run:
-                    return
-                fmt = ">" + "".join(c for c, _ in run)
-                const = self.struct_const(fmt)
-                targets = [t for _, t in run]
-                size = sum(_char_size(c) for c, _ in run)
-                lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
-                w.line(f"{lhs} = {const}.unpack_from(buf, pos)")
-                w.line(f"pos += {size}")
-                for c, t in run:
-                    if c == "16s":
-                        w.line(f"o.{t[2:-4]} = UUID(bytes={t})")
-                run.clear()
-
-            for f in s.fields:
-                if not f.present(v) or f.is_tagged(v):
-                    continue
-                fflex = self.field_flexible(msg, f, v)
-                kind = f.type.kind
-                target = f"o.{f.py_name}"
-                if kind in STRUCT_CHARS:
-                    c = STRUCT_CHARS[kind]
-                    # uuids are read into a local and converted after the run
-                    run.append((c, f"u_{f.py_name}_raw" if c == "16s" else target))
-                    continue
-                if not fflex and kind in ("string", "bytes", "records", "array"):
-                    run.append(("h" if kind == "string" else "i", "n"))
-                    flush()
-                    self.read_var(w, msg, f, v, target, fflex, have_length=True)
-                elif kind == "struct" and f.is_nullable(v):
-                    run.append(("b", "n"))
-                    flush()
-                    self.read_struct(w, f, v, target, marker_loaded=True)
-                else:
-                    flush()
-                    self.read_var(w, msg, f, v, target, fflex, have_length=False)
-            flush()
-            if flexible:
-                self.read_tagged(w, msg, s, v)
-            else:
-                w.line("o.unknown_tagged_fields = ()")
+            self.decode_body(w, msg, s, v, "o")
             w.line("return o, pos")
         text = w.text()
         # Drop the buffer-length and memoryview locals when nothing reads them.
@@ -260,8 +214,97 @@ class ModuleEmitter:
                 text = re.sub(rf"\n *{local} = [^\n]*", "", text, count=1)
         return text
 
-    def read_length(self, w: SourceWriter, flexible: bool, kind: str, var: str = "n") -> None:
-        """Read a length or count (minus one when compact) into the local ``var``."""
+    def decode_body(self, w: SourceWriter, msg: Message, s: Struct, v: int, obj: str) -> None:
+        """Statements that read one ``s`` at ``pos`` into a new object ``obj`` and advance ``pos``.
+
+        They use the locals ``buf``, ``pos``, ``blen`` (and ``mv`` for records fields) and may
+        overwrite the scratch locals ``n``, ``end``, ``raw``, ``tag`` and ``size`` (an enclosing loop
+        has evaluated its ``range(n)`` already, and reads ``tag`` and ``size`` afresh each turn).
+        """
+        w.line(f"{obj} = _new({s.class_name})")
+        # Defaults first: absent fields and tagged fields.
+        for f in s.fields:
+            if not f.present(v) or f.is_tagged(v):
+                w.line(f"{obj}.{f.py_name} = {fresh_default(f, self.msg_classes)}")
+        run: list[tuple[str, str]] = []  # (struct char, target)
+
+        def flush() -> None:
+            if not run:
+                return
+            fmt = ">" + "".join(c for c, _ in run)
+            const = self.struct_const(fmt)
+            targets = [t for _, t in run]
+            size = sum(_char_size(c) for c, _ in run)
+            lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+            w.line(f"{lhs} = {const}.unpack_from(buf, pos)")
+            w.line(f"pos += {size}")
+            for c, t in run:
+                if c == "16s":
+                    w.line(f"{obj}.{t[2:-4]} = {_uuid_expr(t)}")
+            run.clear()
+
+        for f in s.fields:
+            if not f.present(v) or f.is_tagged(v):
+                continue
+            fflex = self.field_flexible(msg, f, v)
+            kind = f.type.kind
+            target = f"{obj}.{f.py_name}"
+            if kind in STRUCT_CHARS:
+                c = STRUCT_CHARS[kind]
+                # uuids are read into a local and converted after the run
+                run.append((c, f"u_{f.py_name}_raw" if c == "16s" else target))
+                continue
+            if not fflex and kind == "string" and not run:
+                # Nothing to fuse the length with: read_length reads its two bytes directly.
+                self.read_var(w, msg, f, v, target, fflex, have_length=False)
+            elif not fflex and kind in ("string", "bytes", "records", "array"):
+                run.append(("h" if kind == "string" else "i", "n"))
+                flush()
+                self.read_var(w, msg, f, v, target, fflex, have_length=True)
+            elif kind == "struct" and f.is_nullable(v):
+                run.append(("b", "n"))
+                flush()
+                self.read_struct(w, f, v, target, marker_loaded=True)
+            else:
+                flush()
+                self.read_var(w, msg, f, v, target, fflex, have_length=False)
+        flush()
+        if v in msg.flexible:
+            self.read_tagged(w, msg, s, v, obj)
+        else:
+            w.line(f"{obj}.unknown_tagged_fields = ()")
+
+    def inlinable(self, msg: Message, s: Struct, v: int) -> bool:
+        """Whether array elements of ``s`` are read in the parent's loop instead of by a call.
+
+        Leaf structs qualify: every field present at ``v`` is a number, bool, uuid, string, bytes or
+        an array of fixed-width numbers, so their reading needs no locals beyond the scratch ones
+        (see :meth:`decode_body`). This saves a call, a result tuple and a ``len(buf)`` per element.
+        """
+        for f in s.fields:
+            if not f.present(v):
+                continue
+            kind = f.type.kind
+            if kind == "array":
+                assert f.type.element is not None
+                ek = f.type.element.kind
+                if ek not in STRUCT_CHARS or ek == "uuid":
+                    return False
+            elif kind not in STRUCT_CHARS and kind not in ("string", "bytes"):
+                return False
+        return True
+
+    def read_length(self, w: SourceWriter, flexible: bool, kind: str, var: str = "n") -> str:
+        """Read a length or count (minus one when compact) into the local ``var``.
+
+        Returns the condition under which ``var`` means null. A classic string length is read as
+        two bytes, unsigned (cheaper than a struct call): every value above 0x7FFF is a negative
+        int16, that is null, so "too long" cannot happen.
+        """
+        if not flexible and kind == "string":
+            w.line(f"{var} = buf[pos] << 8 | buf[pos + 1]")
+            w.line("pos += 2")
+            return f"{var} > 0x7FFF"
         if flexible:
             w.line(f"{var} = buf[pos]")
             with w.block(f"if {var} < 0x80:"):
@@ -270,9 +313,9 @@ class ModuleEmitter:
                 w.line(f"{var}, pos = _read_uvarint(buf, pos)")
             w.line(f"{var} -= 1")
         else:
-            c = "h" if kind == "string" else "i"
-            w.line(f"{var}, = {self.struct_const('>' + c)}.unpack_from(buf, pos)")
-            w.line(f"pos += {_char_size(c)}")
+            w.line(f"{var}, = {self.struct_const('>i')}.unpack_from(buf, pos)")
+            w.line("pos += 4")
+        return f"{var} < 0"
 
     def read_var(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool,
                  have_length: bool) -> None:  # fmt: skip
@@ -280,18 +323,19 @@ class ModuleEmitter:
         if kind == "struct":
             self.read_struct(w, f, v, target, marker_loaded=False)
             return
+        null = "n < 0"
         if not have_length:
-            self.read_length(w, flexible, kind)
-        with w.block("if n < 0:"):
+            null = self.read_length(w, flexible, kind)
+        with w.block(f"if {null}:"):
             if f.is_nullable(v):
                 w.line(f"{target} = None")
             else:
                 w.line(f"raise _invalid('non-nullable field {f.name} was null')")
         with w.block("else:"):
             if kind == "array":
-                self.read_array_body(w, f, v, target, flexible)
+                self.read_array_body(w, msg, f, v, target, flexible)
                 return
-            if kind == "string":
+            if kind == "string" and null == "n < 0":
                 with w.block("if n > 0x7FFF:"):
                     w.line(f"raise _invalid('string field {f.name} is too long')")
             w.line("end = pos + n")
@@ -320,36 +364,49 @@ class ModuleEmitter:
         else:
             w.line(f"{target}, pos = {fn}(buf, pos)")
 
-    def read_array_body(self, w: SourceWriter, f: Field, v: int, target: str, flexible: bool) -> None:
+    def read_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool) -> None:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
         p = f.py_name
         if ek in STRUCT_CHARS and ek != "uuid":
             size = FIXED_WIDTH[ek]
-            with w.block(f"if n * {size} > blen - pos:"):
-                w.line(f"raise _truncated('{f.name}')")
             c = STRUCT_CHARS[ek]
             table = self.array_table(c, counted=False)
-            w.line(f"{target} = list(({table}[n] if n < {SMALL_ARRAY} else _Struct(f'>{{n}}{c}')).unpack_from(buf, pos))")
+            # [*t] builds the list straight from the tuple, without a call to list(). A short
+            # array needs no length check: unpack_from raises when the input ends too soon.
+            with w.block(f"if n < {SMALL_ARRAY}:"):
+                w.line(f"{target} = [*{table}[n].unpack_from(buf, pos)]")
+            with w.block("else:"):
+                with w.block(f"if n * {size} > blen - pos:"):
+                    w.line(f"raise _truncated('{f.name}')")
+                w.line(f"{target} = [*_Struct(f'>{{n}}{c}').unpack_from(buf, pos)]")
             w.line(f"pos += n * {size}")
             return
         with w.block("if n > blen - pos:"):
             w.line(f"raise _invalid('array {f.name} declares more elements than bytes remain')")
         w.line(f"lst_{p}: list[{self.elem_type(f)}] = []")
         w.line(f"app_{p} = lst_{p}.append")
+        child = msg.structs[f.type.struct] if f.type.struct is not None else None
+        if ek == "struct" and child is not None and self.inlinable(msg, child, v):
+            with w.block("for _ in range(n):"):
+                self.decode_body(w, msg, child, v, f"e_{p}")
+                w.line(f"app_{p}(e_{p})")
+            w.line(f"{target} = lst_{p}")
+            return
         with w.block("for _ in range(n):"):
             if ek == "uuid":
                 w.line("end = pos + 16")
                 with w.block("if end > blen:"):
                     w.line(f"raise _truncated('{f.name}')")
-                w.line(f"app_{p}(UUID(bytes=buf[pos:end]))")
+                w.line("raw = buf[pos:end]")
+                w.line(f"app_{p}({_uuid_expr('raw')})")
                 w.line("pos = end")
             elif ek in ("string", "bytes"):
-                self.read_length(w, flexible, ek, "n2")
-                with w.block("if n2 < 0:"):
+                null = self.read_length(w, flexible, ek, "n2")
+                with w.block(f"if {null}:"):
                     w.line(f"raise _invalid('null element in {f.name}')")
-                if ek == "string":
+                if ek == "string" and null == "n2 < 0":
                     with w.block("if n2 > 0x7FFF:"):
                         w.line(f"raise _invalid('string in {f.name} is too long')")
                 w.line("end = pos + n2")
@@ -369,9 +426,12 @@ class ModuleEmitter:
         assert elem is not None
         return self.msg_classes[f.type.struct] if f.type.struct else PY_TYPES[elem.kind]
 
-    def read_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int) -> None:
+    def read_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int, obj: str) -> None:
         tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)
         valid = {f.tag for f in tagged}
+        # An element read inline may sit inside its parent's tagged-field loop: its own list of
+        # unknown fields must not replace the parent's.
+        unknown = "unknown" if obj == "o" else f"unknown_{obj}"
         other = sorted({f.tag for f in s.fields if f.tag is not None} - valid)
         w.line("n = buf[pos]")
         with w.block("if n < 0x80:"):
@@ -379,9 +439,9 @@ class ModuleEmitter:
         with w.block("else:"):
             w.line("n, pos = _read_uvarint(buf, pos)")
         with w.block("if n == 0:"):
-            w.line("o.unknown_tagged_fields = ()")
+            w.line(f"{obj}.unknown_tagged_fields = ()")
         with w.block("else:"):
-            w.line("unknown = []")
+            w.line(f"{unknown} = []")
             with w.block("for _ in range(n):"):
                 w.line("tag, pos = _read_uvarint(buf, pos)")
                 w.line("size, pos = _read_uvarint(buf, pos)")
@@ -389,13 +449,13 @@ class ModuleEmitter:
                 for f in tagged:
                     with w.block(f"{'if' if first else 'elif'} tag == {f.tag}:"):
                         kind = f.type.kind
-                        target = f"o.{f.py_name}"
+                        target = f"{obj}.{f.py_name}"
                         if kind in STRUCT_CHARS:
                             c = STRUCT_CHARS[kind]
                             const = self.struct_const(">" + c)
                             if c == "16s":
                                 w.line(f"raw, = {const}.unpack_from(buf, pos)")
-                                w.line(f"{target} = UUID(bytes=raw)")
+                                w.line(f"{target} = {_uuid_expr('raw')}")
                             else:
                                 w.line(f"{target}, = {const}.unpack_from(buf, pos)")
                             w.line(f"pos += {_char_size(c)}")
@@ -410,48 +470,54 @@ class ModuleEmitter:
                     w.line("end = pos + size")
                     with w.block("if end > blen:"):
                         w.line("raise _truncated('a tagged field')")
-                    w.line("unknown.append((tag, buf[pos:end]))")
+                    w.line(f"{unknown}.append((tag, buf[pos:end]))")
                     w.line("pos = end")
-            w.line("o.unknown_tagged_fields = tuple(unknown)")
+            w.line(f"{obj}.unknown_tagged_fields = tuple({unknown})")
 
     # ----------------------------------------------------------------- encode
     def emit_encoder(self, msg: Message, s: Struct, v: int) -> str:
         w = SourceWriter()
-        cls = s.class_name
-        flexible = v in msg.flexible
-        with w.block(f"def @NAME@(o: {cls}, out: bytearray) -> None:"):
-            for f in s.fields:
-                if not f.present(v) and not f.ignorable:
-                    with w.block(f"if {nondefault_check(f, 'o.' + f.py_name, self.msg_classes)}:"):
-                        w.line(f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})")
-            run: list[tuple[str, str]] = []
-
-            def flush() -> None:
-                if not run:
-                    return
-                fmt = ">" + "".join(c for c, _ in run)
-                const = self.struct_const(fmt)
-                w.line(f"out += {const}.pack({', '.join(e for _, e in run)})")
-                run.clear()
-
-            for f in s.fields:
-                if not f.present(v) or f.is_tagged(v):
-                    continue
-                kind = f.type.kind
-                value = f"o.{f.py_name}"
-                if kind in STRUCT_CHARS:
-                    c = STRUCT_CHARS[kind]
-                    run.append((c, f"{value}.bytes" if c == "16s" else value))
-                    continue
-                flush()
-                self.write_value(w, msg, f, v, value, self.field_flexible(msg, f, v), "out")
-            flush()
-            if flexible:
-                self.write_tagged(w, msg, s, v)
-            else:
-                with w.block("if o.unknown_tagged_fields:"):
-                    w.line(f"raise EncodeError('tagged fields cannot be written in version {v}')")
+        with w.block(f"def @NAME@(o: {s.class_name}, out: bytearray) -> None:"):
+            self.encode_body(w, msg, s, v, "o", "out")
         return w.text()
+
+    def encode_body(self, w: SourceWriter, msg: Message, s: Struct, v: int, obj: str, out: str) -> None:
+        """Statements that append the object ``obj`` (an ``s``) to the bytearray ``out``.
+
+        Besides locals named after its fields they may overwrite the scratch local ``m``; an
+        element written inline names its tagged-field scratch after itself (see :meth:`write_tagged`).
+        """
+        for f in s.fields:
+            if not f.present(v) and not f.ignorable:
+                with w.block(f"if {nondefault_check(f, f'{obj}.{f.py_name}', self.msg_classes)}:"):
+                    w.line(f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})")
+        run: list[tuple[str, str]] = []
+
+        def flush() -> None:
+            if not run:
+                return
+            fmt = ">" + "".join(c for c, _ in run)
+            const = self.struct_const(fmt)
+            w.line(f"{out} += {const}.pack({', '.join(e for _, e in run)})")
+            run.clear()
+
+        for f in s.fields:
+            if not f.present(v) or f.is_tagged(v):
+                continue
+            kind = f.type.kind
+            value = f"{obj}.{f.py_name}"
+            if kind in STRUCT_CHARS:
+                c = STRUCT_CHARS[kind]
+                run.append((c, f"{value}.bytes" if c == "16s" else value))
+                continue
+            flush()
+            self.write_value(w, msg, f, v, value, self.field_flexible(msg, f, v), out)
+        flush()
+        if v in msg.flexible:
+            self.write_tagged(w, msg, s, v, obj, out)
+        else:
+            with w.block(f"if {obj}.unknown_tagged_fields:"):
+                w.line(f"raise EncodeError('tagged fields cannot be written in version {v}')")
 
     def write_length(self, w: SourceWriter, flexible: bool, kind: str, n: str, out: str) -> None:
         if flexible:
@@ -474,7 +540,7 @@ class ModuleEmitter:
     def write_value(self, w: SourceWriter, msg: Message, f: Field, v: int, value: str, flexible: bool,
                     out: str) -> None:  # fmt: skip
         kind = f.type.kind
-        p = f.py_name
+        p = self.local_prefix + f.py_name
         if kind in STRUCT_CHARS:
             c = STRUCT_CHARS[kind]
             packed = f"{value}.bytes" if c == "16s" else value
@@ -500,7 +566,7 @@ class ModuleEmitter:
                 w.line(f"raise ValueOutOfRangeError('non-nullable field {f.name} is None', version={v})")
         with w.block("else:"):
             if kind == "array":
-                self.write_array_body(w, f, v, flexible, out)
+                self.write_array_body(w, msg, f, v, flexible, out)
                 return
             if kind == "string":
                 w.line(f"b_{p} = x_{p}.encode()")
@@ -511,11 +577,11 @@ class ModuleEmitter:
             self.write_length(w, flexible, kind, f"len(b_{p})", out)
             w.line(f"{out} += b_{p}")
 
-    def write_array_body(self, w: SourceWriter, f: Field, v: int, flexible: bool, out: str) -> None:
+    def write_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, flexible: bool, out: str) -> None:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
-        p = f.py_name
+        p = self.local_prefix + f.py_name
         if ek in STRUCT_CHARS and ek != "uuid":
             c = STRUCT_CHARS[ek]
             w.line(f"k_{p} = len(x_{p})")
@@ -544,31 +610,41 @@ class ModuleEmitter:
                 self.write_length(w, flexible, ek, f"len(b_{p})", out)
                 w.line(f"{out} += b_{p}")
         elif ek == "struct":
+            assert f.type.struct is not None
+            child = msg.structs[f.type.struct]
             fn = self.fn_ref(f.type.struct, v, encode=True)
             with w.block(f"for e_{p} in x_{p}:"):
-                w.line(f"{fn}(e_{p}, {out})")
+                if self.inlinable(msg, child, v):
+                    outer, self.local_prefix = self.local_prefix, f"{p}_"
+                    self.encode_body(w, msg, child, v, f"e_{p}", out)
+                    self.local_prefix = outer
+                else:
+                    w.line(f"{fn}(e_{p}, {out})")
         else:
             raise SchemaError(f"arrays of {ek} are not supported")
 
-    def write_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int) -> None:
+    def write_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int, obj: str, out: str) -> None:
         tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)
         known_tags = sorted({f.tag for f in tagged if f.tag is not None})
         if not tagged:
-            with w.block("if o.unknown_tagged_fields:"):
-                w.line("_write_tagged(out, [], o.unknown_tagged_fields, frozenset())")
+            with w.block(f"if {obj}.unknown_tagged_fields:"):
+                w.line(f"_write_tagged({out}, [], {obj}.unknown_tagged_fields, frozenset())")
             with w.block("else:"):
-                w.line("out.append(0)")
+                w.line(f"{out}.append(0)")
             return
-        w.line("known: list[tuple[int, bytes | bytearray]] = []")
+        # An element written inline may sit inside its parent's tagged field, which is being
+        # written into ``t`` and collected in ``known``: its own scratch gets its own names.
+        known, t = ("known", "t") if obj == "o" else (f"known_{obj}", f"t_{obj}")
+        w.line(f"{known}: list[tuple[int, bytes | bytearray]] = []")
         for f in tagged:
-            with w.block(f"if {nondefault_check(f, 'o.' + f.py_name, self.msg_classes)}:"):
-                w.line("t = bytearray()")
-                self.write_value(w, msg, f, v, f"o.{f.py_name}", True, "t")
-                w.line(f"known.append(({f.tag}, t))")
-        with w.block("if o.unknown_tagged_fields or known:"):
-            w.line(f"_write_tagged(out, known, o.unknown_tagged_fields, frozenset({known_tags!r}))")
+            with w.block(f"if {nondefault_check(f, f'{obj}.{f.py_name}', self.msg_classes)}:"):
+                w.line(f"{t} = bytearray()")
+                self.write_value(w, msg, f, v, f"{obj}.{f.py_name}", True, t)
+                w.line(f"{known}.append(({f.tag}, {t}))")
+        with w.block(f"if {obj}.unknown_tagged_fields or {known}:"):
+            w.line(f"_write_tagged({out}, {known}, {obj}.unknown_tagged_fields, frozenset({known_tags!r}))")
         with w.block("else:"):
-            w.line("out.append(0)")
+            w.line(f"{out}.append(0)")
 
     # ----------------------------------------------------------------- functions
     def fn_ref(self, struct_name: str | None, v: int, encode: bool = False) -> str:
@@ -670,11 +746,12 @@ class ModuleEmitter:
         head.line()
         head.line(
             "from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, ZERO_UUID, "
-            "FieldSpec, Message, Struct, TaggedFields"
+            "ZERO_UUID_BYTES, FieldSpec, Message, Struct, TaggedFields"
         )
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
+        head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
         head.line("from kafka_wire.codec.runtime import write_uvarint as _write_uvarint")
         head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
@@ -687,6 +764,11 @@ class ModuleEmitter:
             head.line(f"{name} = {table}")
         text = head.text() + self.body.text() + "\n" + self.tables.text()
         return _tidy_imports(text)
+
+
+def _uuid_expr(raw: str) -> str:
+    """The UUID of the 16 bytes in local ``raw``: the shared zero UUID (the usual value) or a new one."""
+    return f"ZERO_UUID if {raw} == ZERO_UUID_BYTES else _uuid_from_bytes({raw})"
 
 
 def _char_size(c: str) -> int:

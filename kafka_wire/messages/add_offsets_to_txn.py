@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>qhh')
+_S0 = _Struct('>qhh')
+_S1 = _Struct('>h')
 _S2 = _Struct('>qh')
 _S3 = _Struct('>ih')
 
@@ -55,21 +55,19 @@ class AddOffsetsToTxnResponse(Message):
 
 
 def _decode_AddOffsetsToTxnRequest_v0(buf: bytes, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    o = _new(AddOffsetsToTxnRequest)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AddOffsetsToTxnRequest)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id, o.producer_epoch, n = _S1.unpack_from(buf, pos)
+    o.producer_id, o.producer_epoch, n = _S0.unpack_from(buf, pos)
     pos += 12
     if n < 0:
         raise _invalid('non-nullable field GroupId was null')
@@ -93,7 +91,7 @@ def _encode_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, out: bytearray)
         b_transactional_id = x_transactional_id.encode()
         if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        out += _S0.pack(len(b_transactional_id))
+        out += _S1.pack(len(b_transactional_id))
         out += b_transactional_id
     out += _S2.pack(o.producer_id, o.producer_epoch)
     x_group_id = o.group_id
@@ -103,15 +101,15 @@ def _encode_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, out: bytearray)
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AddOffsetsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    o = _new(AddOffsetsToTxnRequest)
     blen = len(buf)
+    o = _new(AddOffsetsToTxnRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -217,8 +215,8 @@ def _encode_AddOffsetsToTxnResponse_v0(o: AddOffsetsToTxnResponse, out: bytearra
 
 
 def _decode_AddOffsetsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    o = _new(AddOffsetsToTxnResponse)
     blen = len(buf)
+    o = _new(AddOffsetsToTxnResponse)
     o.throttle_time_ms, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

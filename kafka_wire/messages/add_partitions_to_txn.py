@@ -28,8 +28,8 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>qh?')
 _S3 = _Struct('>qhi')
 _S4 = _Struct('>qh')
@@ -140,28 +140,29 @@ class AddPartitionsToTxnResponse(Message):
 
 
 def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnRequestTopic, int]:
-    o = _new(AddPartitionsToTxnRequestTopic)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AddPartitionsToTxnRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -175,7 +176,7 @@ def _encode_AddPartitionsToTxnRequestTopic_v0(o: AddPartitionsToTxnRequestTopic,
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
@@ -188,8 +189,8 @@ def _encode_AddPartitionsToTxnRequestTopic_v0(o: AddPartitionsToTxnRequestTopic,
 
 
 def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnRequestTopic, int]:
-    o = _new(AddPartitionsToTxnRequestTopic)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -215,9 +216,12 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: int) -> tuple[Add
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -273,8 +277,8 @@ def _encode_AddPartitionsToTxnRequestTopic_v3(o: AddPartitionsToTxnRequestTopic,
 
 
 def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnRequestTransaction, int]:
-    o = _new(AddPartitionsToTxnRequestTransaction)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnRequestTransaction)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -307,8 +311,59 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
         lst_topics: list[AddPartitionsToTxnRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(AddPartitionsToTxnRequestTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -357,7 +412,34 @@ def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequest
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_AddPartitionsToTxnRequestTopic_v3(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=4)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -365,16 +447,14 @@ def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequest
 
 
 def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    o = _new(AddPartitionsToTxnRequest)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field V3AndBelowTransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field V3AndBelowTransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('V3AndBelowTransactionalId')
@@ -390,8 +470,31 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: int) -> tuple[AddParti
         lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
         app_v3_and_below_topics = lst_v3_and_below_topics.append
         for _ in range(n):
-            x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v0(buf, pos)
-            app_v3_and_below_topics(x_v3_and_below_topics)
+            e_v3_and_below_topics = _new(AddPartitionsToTxnRequestTopic)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_v3_and_below_topics.name = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_v3_and_below_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_v3_and_below_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_v3_and_below_topics.unknown_tagged_fields = ()
+            app_v3_and_below_topics(e_v3_and_below_topics)
         o.v3_and_below_topics = lst_v3_and_below_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -407,23 +510,39 @@ def _encode_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, out: byte
         b_v3_and_below_transactional_id = x_v3_and_below_transactional_id.encode()
         if len(b_v3_and_below_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field V3AndBelowTransactionalId is too long', version=0)
-        out += _S0.pack(len(b_v3_and_below_transactional_id))
+        out += _S1.pack(len(b_v3_and_below_transactional_id))
         out += b_v3_and_below_transactional_id
     out += _S4.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     x_v3_and_below_topics = o.v3_and_below_topics
     if x_v3_and_below_topics is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTopics is None', version=0)
     else:
-        out += _S1.pack(len(x_v3_and_below_topics))
+        out += _S0.pack(len(x_v3_and_below_topics))
         for e_v3_and_below_topics in x_v3_and_below_topics:
-            _encode_AddPartitionsToTxnRequestTopic_v0(e_v3_and_below_topics, out)
+            x_v3_and_below_topics_name = e_v3_and_below_topics.name
+            if x_v3_and_below_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_v3_and_below_topics_name = x_v3_and_below_topics_name.encode()
+                if len(b_v3_and_below_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S1.pack(len(b_v3_and_below_topics_name))
+                out += b_v3_and_below_topics_name
+            x_v3_and_below_topics_partitions = e_v3_and_below_topics.partitions
+            if x_v3_and_below_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_v3_and_below_topics_partitions = len(x_v3_and_below_topics_partitions)
+                out += (_Ci32[k_v3_and_below_topics_partitions] if k_v3_and_below_topics_partitions < 64 else _Struct(f'>i{k_v3_and_below_topics_partitions}i')).pack(k_v3_and_below_topics_partitions, *x_v3_and_below_topics_partitions)
+            if e_v3_and_below_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    o = _new(AddPartitionsToTxnRequest)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
     n = buf[pos]
     if n < 0x80:
@@ -457,8 +576,59 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
         lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
         app_v3_and_below_topics = lst_v3_and_below_topics.append
         for _ in range(n):
-            x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
-            app_v3_and_below_topics(x_v3_and_below_topics)
+            e_v3_and_below_topics = _new(AddPartitionsToTxnRequestTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_v3_and_below_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_v3_and_below_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_v3_and_below_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_v3_and_below_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_v3_and_below_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_v3_and_below_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_v3_and_below_topics.unknown_tagged_fields = tuple(unknown_e_v3_and_below_topics)
+            app_v3_and_below_topics(e_v3_and_below_topics)
         o.v3_and_below_topics = lst_v3_and_below_topics
     n = buf[pos]
     if n < 0x80:
@@ -509,7 +679,34 @@ def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_v3_and_below_topics in x_v3_and_below_topics:
-            _encode_AddPartitionsToTxnRequestTopic_v3(e_v3_and_below_topics, out)
+            x_v3_and_below_topics_name = e_v3_and_below_topics.name
+            if x_v3_and_below_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+            else:
+                b_v3_and_below_topics_name = x_v3_and_below_topics_name.encode()
+                if len(b_v3_and_below_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=3)
+                m = len(b_v3_and_below_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_v3_and_below_topics_name
+            x_v3_and_below_topics_partitions = e_v3_and_below_topics.partitions
+            if x_v3_and_below_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
+            else:
+                k_v3_and_below_topics_partitions = len(x_v3_and_below_topics_partitions)
+                m = k_v3_and_below_topics_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_v3_and_below_topics_partitions] if k_v3_and_below_topics_partitions < 64 else _Struct(f'>{k_v3_and_below_topics_partitions}i')).pack(*x_v3_and_below_topics_partitions)
+            if e_v3_and_below_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_v3_and_below_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -517,8 +714,8 @@ def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, out: byte
 
 
 def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    o = _new(AddPartitionsToTxnRequest)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnRequest)
     o.v3_and_below_transactional_id = ''
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
@@ -603,8 +800,8 @@ def _encode_AddPartitionsToTxnResponsePartitionResult_v0(o: AddPartitionsToTxnRe
 
 
 def _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponsePartitionResult, int]:
-    o = _new(AddPartitionsToTxnResponsePartitionResult)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnResponsePartitionResult)
     o.partition_index, o.partition_error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -638,21 +835,19 @@ def _encode_AddPartitionsToTxnResponsePartitionResult_v3(o: AddPartitionsToTxnRe
 
 
 def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponseTopicResult, int]:
-    o = _new(AddPartitionsToTxnResponseTopicResult)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AddPartitionsToTxnResponseTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field ResultsByPartition was null')
@@ -662,8 +857,11 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: int) -> tu
         lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
         app_results_by_partition = lst_results_by_partition.append
         for _ in range(n):
-            x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf, pos)
-            app_results_by_partition(x_results_by_partition)
+            e_results_by_partition = _new(AddPartitionsToTxnResponsePartitionResult)
+            e_results_by_partition.partition_index, e_results_by_partition.partition_error_code = _S5.unpack_from(buf, pos)
+            pos += 6
+            e_results_by_partition.unknown_tagged_fields = ()
+            app_results_by_partition(e_results_by_partition)
         o.results_by_partition = lst_results_by_partition
     o.unknown_tagged_fields = ()
     return o, pos
@@ -677,22 +875,24 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v0(o: AddPartitionsToTxnRespon
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_results_by_partition = o.results_by_partition
     if x_results_by_partition is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByPartition is None', version=0)
     else:
-        out += _S1.pack(len(x_results_by_partition))
+        out += _S0.pack(len(x_results_by_partition))
         for e_results_by_partition in x_results_by_partition:
-            _encode_AddPartitionsToTxnResponsePartitionResult_v0(e_results_by_partition, out)
+            out += _S5.pack(e_results_by_partition.partition_index, e_results_by_partition.partition_error_code)
+            if e_results_by_partition.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponseTopicResult, int]:
-    o = _new(AddPartitionsToTxnResponseTopicResult)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnResponseTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -723,8 +923,29 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
         lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
         app_results_by_partition = lst_results_by_partition.append
         for _ in range(n):
-            x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf, pos)
-            app_results_by_partition(x_results_by_partition)
+            e_results_by_partition = _new(AddPartitionsToTxnResponsePartitionResult)
+            e_results_by_partition.partition_index, e_results_by_partition.partition_error_code = _S5.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results_by_partition.unknown_tagged_fields = ()
+            else:
+                unknown_e_results_by_partition = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results_by_partition.append((tag, buf[pos:end]))
+                        pos = end
+                e_results_by_partition.unknown_tagged_fields = tuple(unknown_e_results_by_partition)
+            app_results_by_partition(e_results_by_partition)
         o.results_by_partition = lst_results_by_partition
     n = buf[pos]
     if n < 0x80:
@@ -772,7 +993,11 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v3(o: AddPartitionsToTxnRespon
         else:
             _write_uvarint(out, m)
         for e_results_by_partition in x_results_by_partition:
-            _encode_AddPartitionsToTxnResponsePartitionResult_v3(e_results_by_partition, out)
+            out += _S5.pack(e_results_by_partition.partition_index, e_results_by_partition.partition_error_code)
+            if e_results_by_partition.unknown_tagged_fields:
+                _write_tagged(out, [], e_results_by_partition.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -780,8 +1005,8 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v3(o: AddPartitionsToTxnRespon
 
 
 def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponseResult, int]:
-    o = _new(AddPartitionsToTxnResponseResult)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnResponseResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -869,8 +1094,8 @@ def _encode_AddPartitionsToTxnResponseResult_v4(o: AddPartitionsToTxnResponseRes
 
 
 def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    o = _new(AddPartitionsToTxnResponse)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnResponse)
     o.error_code = 0
     o.results_by_transaction = []
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
@@ -893,12 +1118,12 @@ def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: int) -> tuple[AddPart
 def _encode_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if o.results_by_transaction is None or len(o.results_by_transaction) != 0:
         raise FieldNotInVersionError('non-default ResultsByTransaction cannot be written', version=0)
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
     if x_results_by_topic_v3_and_below is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTopicV3AndBelow is None', version=0)
     else:
-        out += _S1.pack(len(x_results_by_topic_v3_and_below))
+        out += _S0.pack(len(x_results_by_topic_v3_and_below))
         for e_results_by_topic_v3_and_below in x_results_by_topic_v3_and_below:
             _encode_AddPartitionsToTxnResponseTopicResult_v0(e_results_by_topic_v3_and_below, out)
     if o.unknown_tagged_fields:
@@ -906,11 +1131,11 @@ def _encode_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, out: by
 
 
 def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    o = _new(AddPartitionsToTxnResponse)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnResponse)
     o.error_code = 0
     o.results_by_transaction = []
-    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -954,7 +1179,7 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddPart
 def _encode_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, out: bytearray) -> None:
     if o.results_by_transaction is None or len(o.results_by_transaction) != 0:
         raise FieldNotInVersionError('non-default ResultsByTransaction cannot be written', version=3)
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
     if x_results_by_topic_v3_and_below is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTopicV3AndBelow is None', version=3)
@@ -973,8 +1198,8 @@ def _encode_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, out: by
 
 
 def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    o = _new(AddPartitionsToTxnResponse)
     blen = len(buf)
+    o = _new(AddPartitionsToTxnResponse)
     o.results_by_topic_v3_and_below = []
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -76,8 +85,8 @@ class AddRaftVoterResponse(Message):
 
 
 def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRequestListener, int]:
-    o = _new(AddRaftVoterRequestListener)
     blen = len(buf)
+    o = _new(AddRaftVoterRequestListener)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -169,8 +178,8 @@ def _encode_AddRaftVoterRequestListener_v0(o: AddRaftVoterRequestListener, out: 
 
 
 def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRequest, int]:
-    o = _new(AddRaftVoterRequest)
     blen = len(buf)
+    o = _new(AddRaftVoterRequest)
     o.ack_when_committed = True
     n = buf[pos]
     if n < 0x80:
@@ -190,7 +199,7 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
         pos = end
     o.timeout_ms, o.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
     pos += 24
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -205,8 +214,61 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
         lst_listeners: list[AddRaftVoterRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(AddRaftVoterRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, = _S0.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -257,7 +319,37 @@ def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_AddRaftVoterRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -265,8 +357,8 @@ def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, out: bytearray) -> No
 
 
 def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRequest, int]:
-    o = _new(AddRaftVoterRequest)
     blen = len(buf)
+    o = _new(AddRaftVoterRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -285,7 +377,7 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
         pos = end
     o.timeout_ms, o.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
     pos += 24
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -300,8 +392,61 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
         lst_listeners: list[AddRaftVoterRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(AddRaftVoterRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, = _S0.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     o.ack_when_committed, = _S2.unpack_from(buf, pos)
     pos += 1
@@ -352,7 +497,37 @@ def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_AddRaftVoterRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S2.pack(o.ack_when_committed)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -361,8 +536,8 @@ def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, out: bytearray) -> No
 
 
 def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterResponse, int]:
-    o = _new(AddRaftVoterResponse)
     blen = len(buf)
+    o = _new(AddRaftVoterResponse)
     o.throttle_time_ms, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

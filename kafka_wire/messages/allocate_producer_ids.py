@@ -50,8 +50,8 @@ class AllocateProducerIdsResponse(Message):
 
 
 def _decode_AllocateProducerIdsRequest_v0(buf: bytes, pos: int) -> tuple[AllocateProducerIdsRequest, int]:
-    o = _new(AllocateProducerIdsRequest)
     blen = len(buf)
+    o = _new(AllocateProducerIdsRequest)
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -85,8 +85,8 @@ def _encode_AllocateProducerIdsRequest_v0(o: AllocateProducerIdsRequest, out: by
 
 
 def _decode_AllocateProducerIdsResponse_v0(buf: bytes, pos: int) -> tuple[AllocateProducerIdsResponse, int]:
-    o = _new(AllocateProducerIdsResponse)
     blen = len(buf)
+    o = _new(AllocateProducerIdsResponse)
     o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len = _S1.unpack_from(buf, pos)
     pos += 18
     n = buf[pos]

@@ -117,27 +117,23 @@ class AlterClientQuotasResponse(Message):
 
 
 def _decode_AlterClientQuotasRequestEntityData_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequestEntityData, int]:
-    o = _new(AlterClientQuotasRequestEntityData)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterClientQuotasRequestEntityData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field EntityType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
         o.entity_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.entity_name = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
@@ -171,8 +167,8 @@ def _encode_AlterClientQuotasRequestEntityData_v0(o: AlterClientQuotasRequestEnt
 
 
 def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequestEntityData, int]:
-    o = _new(AlterClientQuotasRequestEntityData)
     blen = len(buf)
+    o = _new(AlterClientQuotasRequestEntityData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -261,15 +257,13 @@ def _encode_AlterClientQuotasRequestEntityData_v1(o: AlterClientQuotasRequestEnt
 
 
 def _decode_AlterClientQuotasRequestOpData_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequestOpData, int]:
-    o = _new(AlterClientQuotasRequestOpData)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterClientQuotasRequestOpData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Key was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Key is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Key')
@@ -297,8 +291,8 @@ def _encode_AlterClientQuotasRequestOpData_v0(o: AlterClientQuotasRequestOpData,
 
 
 def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequestOpData, int]:
-    o = _new(AlterClientQuotasRequestOpData)
     blen = len(buf)
+    o = _new(AlterClientQuotasRequestOpData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -361,8 +355,8 @@ def _encode_AlterClientQuotasRequestOpData_v1(o: AlterClientQuotasRequestOpData,
 
 
 def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequestEntryData, int]:
-    o = _new(AlterClientQuotasRequestEntryData)
     blen = len(buf)
+    o = _new(AlterClientQuotasRequestEntryData)
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -373,8 +367,29 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[
         lst_entity: list[AlterClientQuotasRequestEntityData] = []
         app_entity = lst_entity.append
         for _ in range(n):
-            x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v0(buf, pos)
-            app_entity(x_entity)
+            e_entity = _new(AlterClientQuotasRequestEntityData)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_entity.entity_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_entity.entity_name = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityName')
+                e_entity.entity_name = buf[pos:end].decode()
+                pos = end
+            e_entity.unknown_tagged_fields = ()
+            app_entity(e_entity)
         o.entity = lst_entity
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -386,8 +401,21 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[
         lst_ops: list[AlterClientQuotasRequestOpData] = []
         app_ops = lst_ops.append
         for _ in range(n):
-            x_ops, pos = _decode_AlterClientQuotasRequestOpData_v0(buf, pos)
-            app_ops(x_ops)
+            e_ops = _new(AlterClientQuotasRequestOpData)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_ops.key = buf[pos:end].decode()
+                pos = end
+            e_ops.value, e_ops.remove = _S1.unpack_from(buf, pos)
+            pos += 9
+            e_ops.unknown_tagged_fields = ()
+            app_ops(e_ops)
         o.ops = lst_ops
     o.unknown_tagged_fields = ()
     return o, pos
@@ -400,21 +428,51 @@ def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntr
     else:
         out += _S2.pack(len(x_entity))
         for e_entity in x_entity:
-            _encode_AlterClientQuotasRequestEntityData_v0(e_entity, out)
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
+            else:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=0)
+                out += _S0.pack(len(b_entity_entity_type))
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
+                out += b'\xff\xff'
+            else:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityName is too long', version=0)
+                out += _S0.pack(len(b_entity_entity_name))
+                out += b_entity_entity_name
+            if e_entity.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_ops = o.ops
     if x_ops is None:
         raise ValueOutOfRangeError('non-nullable field Ops is None', version=0)
     else:
         out += _S2.pack(len(x_ops))
         for e_ops in x_ops:
-            _encode_AlterClientQuotasRequestOpData_v0(e_ops, out)
+            x_ops_key = e_ops.key
+            if x_ops_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
+            else:
+                b_ops_key = x_ops_key.encode()
+                if len(b_ops_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=0)
+                out += _S0.pack(len(b_ops_key))
+                out += b_ops_key
+            out += _S1.pack(e_ops.value, e_ops.remove)
+            if e_ops.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequestEntryData, int]:
-    o = _new(AlterClientQuotasRequestEntryData)
     blen = len(buf)
+    o = _new(AlterClientQuotasRequestEntryData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -429,8 +487,59 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
         lst_entity: list[AlterClientQuotasRequestEntityData] = []
         app_entity = lst_entity.append
         for _ in range(n):
-            x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v1(buf, pos)
-            app_entity(x_entity)
+            e_entity = _new(AlterClientQuotasRequestEntityData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_entity.entity_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_entity.entity_name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityName')
+                e_entity.entity_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_entity.unknown_tagged_fields = ()
+            else:
+                unknown_e_entity = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_entity.append((tag, buf[pos:end]))
+                        pos = end
+                e_entity.unknown_tagged_fields = tuple(unknown_e_entity)
+            app_entity(e_entity)
         o.entity = lst_entity
     n = buf[pos]
     if n < 0x80:
@@ -446,8 +555,45 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
         lst_ops: list[AlterClientQuotasRequestOpData] = []
         app_ops = lst_ops.append
         for _ in range(n):
-            x_ops, pos = _decode_AlterClientQuotasRequestOpData_v1(buf, pos)
-            app_ops(x_ops)
+            e_ops = _new(AlterClientQuotasRequestOpData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_ops.key = buf[pos:end].decode()
+                pos = end
+            e_ops.value, e_ops.remove = _S1.unpack_from(buf, pos)
+            pos += 9
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_ops.unknown_tagged_fields = ()
+            else:
+                unknown_e_ops = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_ops.append((tag, buf[pos:end]))
+                        pos = end
+                e_ops.unknown_tagged_fields = tuple(unknown_e_ops)
+            app_ops(e_ops)
         o.ops = lst_ops
     n = buf[pos]
     if n < 0x80:
@@ -482,7 +628,36 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
         else:
             _write_uvarint(out, m)
         for e_entity in x_entity:
-            _encode_AlterClientQuotasRequestEntityData_v1(e_entity, out)
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
+            else:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=1)
+                m = len(b_entity_entity_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
+                out.append(0)
+            else:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityName is too long', version=1)
+                m = len(b_entity_entity_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_entity_entity_name
+            if e_entity.unknown_tagged_fields:
+                _write_tagged(out, [], e_entity.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_ops = o.ops
     if x_ops is None:
         raise ValueOutOfRangeError('non-nullable field Ops is None', version=1)
@@ -493,7 +668,24 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
         else:
             _write_uvarint(out, m)
         for e_ops in x_ops:
-            _encode_AlterClientQuotasRequestOpData_v1(e_ops, out)
+            x_ops_key = e_ops.key
+            if x_ops_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
+            else:
+                b_ops_key = x_ops_key.encode()
+                if len(b_ops_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=1)
+                m = len(b_ops_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_ops_key
+            out += _S1.pack(e_ops.value, e_ops.remove)
+            if e_ops.unknown_tagged_fields:
+                _write_tagged(out, [], e_ops.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -501,8 +693,8 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
 
 
 def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequest, int]:
-    o = _new(AlterClientQuotasRequest)
     blen = len(buf)
+    o = _new(AlterClientQuotasRequest)
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -536,8 +728,8 @@ def _encode_AlterClientQuotasRequest_v0(o: AlterClientQuotasRequest, out: bytear
 
 
 def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasRequest, int]:
-    o = _new(AlterClientQuotasRequest)
     blen = len(buf)
+    o = _new(AlterClientQuotasRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -599,27 +791,23 @@ def _encode_AlterClientQuotasRequest_v1(o: AlterClientQuotasRequest, out: bytear
 
 
 def _decode_AlterClientQuotasResponseEntityData_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasResponseEntityData, int]:
-    o = _new(AlterClientQuotasResponseEntityData)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterClientQuotasResponseEntityData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field EntityType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
         o.entity_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.entity_name = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
@@ -653,8 +841,8 @@ def _encode_AlterClientQuotasResponseEntityData_v0(o: AlterClientQuotasResponseE
 
 
 def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasResponseEntityData, int]:
-    o = _new(AlterClientQuotasResponseEntityData)
     blen = len(buf)
+    o = _new(AlterClientQuotasResponseEntityData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -743,8 +931,8 @@ def _encode_AlterClientQuotasResponseEntityData_v1(o: AlterClientQuotasResponseE
 
 
 def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasResponseEntryData, int]:
-    o = _new(AlterClientQuotasResponseEntryData)
     blen = len(buf)
+    o = _new(AlterClientQuotasResponseEntryData)
     o.error_code, n = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -767,8 +955,29 @@ def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tuple
         lst_entity: list[AlterClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
         for _ in range(n):
-            x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v0(buf, pos)
-            app_entity(x_entity)
+            e_entity = _new(AlterClientQuotasResponseEntityData)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_entity.entity_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_entity.entity_name = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityName')
+                e_entity.entity_name = buf[pos:end].decode()
+                pos = end
+            e_entity.unknown_tagged_fields = ()
+            app_entity(e_entity)
         o.entity = lst_entity
     o.unknown_tagged_fields = ()
     return o, pos
@@ -791,14 +1000,33 @@ def _encode_AlterClientQuotasResponseEntryData_v0(o: AlterClientQuotasResponseEn
     else:
         out += _S2.pack(len(x_entity))
         for e_entity in x_entity:
-            _encode_AlterClientQuotasResponseEntityData_v0(e_entity, out)
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
+            else:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=0)
+                out += _S0.pack(len(b_entity_entity_type))
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
+                out += b'\xff\xff'
+            else:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityName is too long', version=0)
+                out += _S0.pack(len(b_entity_entity_name))
+                out += b_entity_entity_name
+            if e_entity.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasResponseEntryData, int]:
-    o = _new(AlterClientQuotasResponseEntryData)
     blen = len(buf)
+    o = _new(AlterClientQuotasResponseEntryData)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -831,8 +1059,59 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
         lst_entity: list[AlterClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
         for _ in range(n):
-            x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v1(buf, pos)
-            app_entity(x_entity)
+            e_entity = _new(AlterClientQuotasResponseEntityData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_entity.entity_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_entity.entity_name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityName')
+                e_entity.entity_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_entity.unknown_tagged_fields = ()
+            else:
+                unknown_e_entity = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_entity.append((tag, buf[pos:end]))
+                        pos = end
+                e_entity.unknown_tagged_fields = tuple(unknown_e_entity)
+            app_entity(e_entity)
         o.entity = lst_entity
     n = buf[pos]
     if n < 0x80:
@@ -881,7 +1160,36 @@ def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEn
         else:
             _write_uvarint(out, m)
         for e_entity in x_entity:
-            _encode_AlterClientQuotasResponseEntityData_v1(e_entity, out)
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
+            else:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=1)
+                m = len(b_entity_entity_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
+                out.append(0)
+            else:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityName is too long', version=1)
+                m = len(b_entity_entity_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_entity_entity_name
+            if e_entity.unknown_tagged_fields:
+                _write_tagged(out, [], e_entity.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -889,8 +1197,8 @@ def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEn
 
 
 def _decode_AlterClientQuotasResponse_v0(buf: bytes, pos: int) -> tuple[AlterClientQuotasResponse, int]:
-    o = _new(AlterClientQuotasResponse)
     blen = len(buf)
+    o = _new(AlterClientQuotasResponse)
     o.throttle_time_ms, n = _S5.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -922,8 +1230,8 @@ def _encode_AlterClientQuotasResponse_v0(o: AlterClientQuotasResponse, out: byte
 
 
 def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[AlterClientQuotasResponse, int]:
-    o = _new(AlterClientQuotasResponse)
     blen = len(buf)
+    o = _new(AlterClientQuotasResponse)
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -96,27 +96,23 @@ class AlterConfigsResponse(Message):
 
 
 def _decode_AlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: int) -> tuple[AlterConfigsRequestAlterableConfig, int]:
-    o = _new(AlterConfigsRequestAlterableConfig)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterConfigsRequestAlterableConfig)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.value = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
@@ -150,8 +146,8 @@ def _encode_AlterConfigsRequestAlterableConfig_v0(o: AlterConfigsRequestAlterabl
 
 
 def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRequestAlterableConfig, int]:
-    o = _new(AlterConfigsRequestAlterableConfig)
     blen = len(buf)
+    o = _new(AlterConfigsRequestAlterableConfig)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -240,8 +236,8 @@ def _encode_AlterConfigsRequestAlterableConfig_v2(o: AlterConfigsRequestAlterabl
 
 
 def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[AlterConfigsRequestResource, int]:
-    o = _new(AlterConfigsRequestResource)
     blen = len(buf)
+    o = _new(AlterConfigsRequestResource)
     o.resource_type, n = _S1.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -264,8 +260,29 @@ def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[AlterC
         lst_configs: list[AlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v0(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(AlterConfigsRequestAlterableConfig)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_configs.value = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            e_configs.unknown_tagged_fields = ()
+            app_configs(e_configs)
         o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
@@ -288,14 +305,33 @@ def _encode_AlterConfigsRequestResource_v0(o: AlterConfigsRequestResource, out: 
     else:
         out += _S2.pack(len(x_configs))
         for e_configs in x_configs:
-            _encode_AlterConfigsRequestAlterableConfig_v0(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S0.pack(len(b_configs_name))
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out += b'\xff\xff'
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                out += _S0.pack(len(b_configs_value))
+                out += b_configs_value
+            if e_configs.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRequestResource, int]:
-    o = _new(AlterConfigsRequestResource)
     blen = len(buf)
+    o = _new(AlterConfigsRequestResource)
     o.resource_type, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -328,8 +364,59 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
         lst_configs: list[AlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v2(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(AlterConfigsRequestAlterableConfig)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_configs.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_configs.unknown_tagged_fields = tuple(unknown_e_configs)
+            app_configs(e_configs)
         o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
@@ -378,7 +465,36 @@ def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, out: 
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            _encode_AlterConfigsRequestAlterableConfig_v2(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_configs_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out.append(0)
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=2)
+                m = len(b_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_value
+            if e_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -386,8 +502,8 @@ def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, out: 
 
 
 def _decode_AlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[AlterConfigsRequest, int]:
-    o = _new(AlterConfigsRequest)
     blen = len(buf)
+    o = _new(AlterConfigsRequest)
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -421,8 +537,8 @@ def _encode_AlterConfigsRequest_v0(o: AlterConfigsRequest, out: bytearray) -> No
 
 
 def _decode_AlterConfigsRequest_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRequest, int]:
-    o = _new(AlterConfigsRequest)
     blen = len(buf)
+    o = _new(AlterConfigsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -484,8 +600,8 @@ def _encode_AlterConfigsRequest_v2(o: AlterConfigsRequest, out: bytearray) -> No
 
 
 def _decode_AlterConfigsResponseResourceResponse_v0(buf: bytes, pos: int) -> tuple[AlterConfigsResponseResourceResponse, int]:
-    o = _new(AlterConfigsResponseResourceResponse)
     blen = len(buf)
+    o = _new(AlterConfigsResponseResourceResponse)
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -540,8 +656,8 @@ def _encode_AlterConfigsResponseResourceResponse_v0(o: AlterConfigsResponseResou
 
 
 def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsResponseResourceResponse, int]:
-    o = _new(AlterConfigsResponseResourceResponse)
     blen = len(buf)
+    o = _new(AlterConfigsResponseResourceResponse)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -636,8 +752,8 @@ def _encode_AlterConfigsResponseResourceResponse_v2(o: AlterConfigsResponseResou
 
 
 def _decode_AlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    o = _new(AlterConfigsResponse)
     blen = len(buf)
+    o = _new(AlterConfigsResponse)
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -648,8 +764,33 @@ def _decode_AlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[AlterConfigsR
         lst_responses: list[AlterConfigsResponseResourceResponse] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v0(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(AlterConfigsResponseResourceResponse)
+            e_responses.error_code, n = _S5.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            e_responses.resource_type, n = _S1.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_responses.resource_name = buf[pos:end].decode()
+                pos = end
+            e_responses.unknown_tagged_fields = ()
+            app_responses(e_responses)
         o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -663,14 +804,35 @@ def _encode_AlterConfigsResponse_v0(o: AlterConfigsResponse, out: bytearray) -> 
     else:
         out += _S2.pack(len(x_responses))
         for e_responses in x_responses:
-            _encode_AlterConfigsResponseResourceResponse_v0(e_responses, out)
+            out += _S0.pack(e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                out += _S0.pack(len(b_responses_error_message))
+                out += b_responses_error_message
+            out += _S3.pack(e_responses.resource_type)
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
+            else:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
+                out += _S0.pack(len(b_responses_resource_name))
+                out += b_responses_resource_name
+            if e_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsResponse, int]:
-    o = _new(AlterConfigsResponse)
     blen = len(buf)
+    o = _new(AlterConfigsResponse)
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -687,8 +849,63 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
         lst_responses: list[AlterConfigsResponseResourceResponse] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v2(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(AlterConfigsResponseResourceResponse)
+            e_responses.error_code, = _S0.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            e_responses.resource_type, = _S3.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_responses.resource_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_responses.unknown_tagged_fields = ()
+            else:
+                unknown_e_responses = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_responses.append((tag, buf[pos:end]))
+                        pos = end
+                e_responses.unknown_tagged_fields = tuple(unknown_e_responses)
+            app_responses(e_responses)
         o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
@@ -724,7 +941,38 @@ def _encode_AlterConfigsResponse_v2(o: AlterConfigsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            _encode_AlterConfigsResponseResourceResponse_v2(e_responses, out)
+            out += _S0.pack(e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out.append(0)
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+                m = len(b_responses_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_error_message
+            out += _S3.pack(e_responses.resource_type)
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
+            else:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
+                m = len(b_responses_resource_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_resource_name
+            if e_responses.unknown_tagged_fields:
+                _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

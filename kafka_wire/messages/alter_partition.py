@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -144,8 +154,8 @@ class AlterPartitionResponse(Message):
 
 
 def _decode_AlterPartitionRequestBrokerState_v3(buf: bytes, pos: int) -> tuple[AlterPartitionRequestBrokerState, int]:
-    o = _new(AlterPartitionRequestBrokerState)
     blen = len(buf)
+    o = _new(AlterPartitionRequestBrokerState)
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -179,8 +189,8 @@ def _encode_AlterPartitionRequestBrokerState_v3(o: AlterPartitionRequestBrokerSt
 
 
 def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[AlterPartitionRequestPartitionData, int]:
-    o = _new(AlterPartitionRequestPartitionData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestPartitionData)
     o.new_isr_with_epochs = []
     o.leader_recovery_state = 0
     o.partition_index, o.leader_epoch = _S1.unpack_from(buf, pos)
@@ -194,9 +204,12 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
     if n < 0:
         raise _invalid('non-nullable field NewIsr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('NewIsr')
-        o.new_isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.new_isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('NewIsr')
+            o.new_isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -247,8 +260,8 @@ def _encode_AlterPartitionRequestPartitionData_v0(o: AlterPartitionRequestPartit
 
 
 def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[AlterPartitionRequestPartitionData, int]:
-    o = _new(AlterPartitionRequestPartitionData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestPartitionData)
     o.new_isr_with_epochs = []
     o.partition_index, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
@@ -261,9 +274,12 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
     if n < 0:
         raise _invalid('non-nullable field NewIsr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('NewIsr')
-        o.new_isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.new_isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('NewIsr')
+            o.new_isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -312,8 +328,8 @@ def _encode_AlterPartitionRequestPartitionData_v1(o: AlterPartitionRequestPartit
 
 
 def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: int) -> tuple[AlterPartitionRequestPartitionData, int]:
-    o = _new(AlterPartitionRequestPartitionData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestPartitionData)
     o.new_isr = []
     o.partition_index, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
@@ -331,8 +347,29 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: int) -> tuple
         lst_new_isr_with_epochs: list[AlterPartitionRequestBrokerState] = []
         app_new_isr_with_epochs = lst_new_isr_with_epochs.append
         for _ in range(n):
-            x_new_isr_with_epochs, pos = _decode_AlterPartitionRequestBrokerState_v3(buf, pos)
-            app_new_isr_with_epochs(x_new_isr_with_epochs)
+            e_new_isr_with_epochs = _new(AlterPartitionRequestBrokerState)
+            e_new_isr_with_epochs.broker_id, e_new_isr_with_epochs.broker_epoch = _S0.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_new_isr_with_epochs.unknown_tagged_fields = ()
+            else:
+                unknown_e_new_isr_with_epochs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_new_isr_with_epochs.append((tag, buf[pos:end]))
+                        pos = end
+                e_new_isr_with_epochs.unknown_tagged_fields = tuple(unknown_e_new_isr_with_epochs)
+            app_new_isr_with_epochs(e_new_isr_with_epochs)
         o.new_isr_with_epochs = lst_new_isr_with_epochs
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -372,7 +409,11 @@ def _encode_AlterPartitionRequestPartitionData_v3(o: AlterPartitionRequestPartit
         else:
             _write_uvarint(out, m)
         for e_new_isr_with_epochs in x_new_isr_with_epochs:
-            _encode_AlterPartitionRequestBrokerState_v3(e_new_isr_with_epochs, out)
+            out += _S0.pack(e_new_isr_with_epochs.broker_id, e_new_isr_with_epochs.broker_epoch)
+            if e_new_isr_with_epochs.unknown_tagged_fields:
+                _write_tagged(out, [], e_new_isr_with_epochs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -381,8 +422,8 @@ def _encode_AlterPartitionRequestPartitionData_v3(o: AlterPartitionRequestPartit
 
 
 def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
-    o = _new(AlterPartitionRequestTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestTopicData)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -414,8 +455,49 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Alt
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionRequestPartitionData)
+            e_partitions.new_isr_with_epochs = []
+            e_partitions.leader_recovery_state = 0
+            e_partitions.partition_index, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field NewIsr was null')
+            else:
+                if n < 64:
+                    e_partitions.new_isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('NewIsr')
+                    e_partitions.new_isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.partition_epoch, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -463,7 +545,27 @@ def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData,
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionRequestPartitionData_v0(e_partitions, out)
+            if e_partitions.new_isr_with_epochs is None or len(e_partitions.new_isr_with_epochs) != 0:
+                raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=0)
+            if e_partitions.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.leader_epoch)
+            x_partitions_new_isr = e_partitions.new_isr
+            if x_partitions_new_isr is None:
+                raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=0)
+            else:
+                k_partitions_new_isr = len(x_partitions_new_isr)
+                m = k_partitions_new_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_new_isr] if k_partitions_new_isr < 64 else _Struct(f'>{k_partitions_new_isr}i')).pack(*x_partitions_new_isr)
+            out += _S2.pack(e_partitions.partition_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -471,8 +573,8 @@ def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
-    o = _new(AlterPartitionRequestTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestTopicData)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -504,8 +606,48 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[Alt
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionRequestPartitionData)
+            e_partitions.new_isr_with_epochs = []
+            e_partitions.partition_index, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field NewIsr was null')
+            else:
+                if n < 64:
+                    e_partitions.new_isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('NewIsr')
+                    e_partitions.new_isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.leader_recovery_state, e_partitions.partition_epoch = _S3.unpack_from(buf, pos)
+            pos += 5
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -553,7 +695,25 @@ def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData,
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionRequestPartitionData_v1(e_partitions, out)
+            if e_partitions.new_isr_with_epochs is None or len(e_partitions.new_isr_with_epochs) != 0:
+                raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=1)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.leader_epoch)
+            x_partitions_new_isr = e_partitions.new_isr
+            if x_partitions_new_isr is None:
+                raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=1)
+            else:
+                k_partitions_new_isr = len(x_partitions_new_isr)
+                m = k_partitions_new_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_new_isr] if k_partitions_new_isr < 64 else _Struct(f'>{k_partitions_new_isr}i')).pack(*x_partitions_new_isr)
+            out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -561,12 +721,12 @@ def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
-    o = _new(AlterPartitionRequestTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestTopicData)
     o.topic_name = ''
     u_topic_id_raw, = _S4.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -581,8 +741,48 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionRequestPartitionData)
+            e_partitions.new_isr_with_epochs = []
+            e_partitions.partition_index, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field NewIsr was null')
+            else:
+                if n < 64:
+                    e_partitions.new_isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('NewIsr')
+                    e_partitions.new_isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.leader_recovery_state, e_partitions.partition_epoch = _S3.unpack_from(buf, pos)
+            pos += 5
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -618,7 +818,25 @@ def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData,
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionRequestPartitionData_v1(e_partitions, out)
+            if e_partitions.new_isr_with_epochs is None or len(e_partitions.new_isr_with_epochs) != 0:
+                raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=2)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.leader_epoch)
+            x_partitions_new_isr = e_partitions.new_isr
+            if x_partitions_new_isr is None:
+                raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=2)
+            else:
+                k_partitions_new_isr = len(x_partitions_new_isr)
+                m = k_partitions_new_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_new_isr] if k_partitions_new_isr < 64 else _Struct(f'>{k_partitions_new_isr}i')).pack(*x_partitions_new_isr)
+            out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -626,12 +844,12 @@ def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[AlterPartitionRequestTopicData, int]:
-    o = _new(AlterPartitionRequestTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionRequestTopicData)
     o.topic_name = ''
     u_topic_id_raw, = _S4.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -691,8 +909,8 @@ def _encode_AlterPartitionRequestTopicData_v3(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
-    o = _new(AlterPartitionRequest)
     blen = len(buf)
+    o = _new(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -754,8 +972,8 @@ def _encode_AlterPartitionRequest_v0(o: AlterPartitionRequest, out: bytearray) -
 
 
 def _decode_AlterPartitionRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
-    o = _new(AlterPartitionRequest)
     blen = len(buf)
+    o = _new(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -817,8 +1035,8 @@ def _encode_AlterPartitionRequest_v1(o: AlterPartitionRequest, out: bytearray) -
 
 
 def _decode_AlterPartitionRequest_v2(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
-    o = _new(AlterPartitionRequest)
     blen = len(buf)
+    o = _new(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -880,8 +1098,8 @@ def _encode_AlterPartitionRequest_v2(o: AlterPartitionRequest, out: bytearray) -
 
 
 def _decode_AlterPartitionRequest_v3(buf: bytes, pos: int) -> tuple[AlterPartitionRequest, int]:
-    o = _new(AlterPartitionRequest)
     blen = len(buf)
+    o = _new(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -943,8 +1161,8 @@ def _encode_AlterPartitionRequest_v3(o: AlterPartitionRequest, out: bytearray) -
 
 
 def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[AlterPartitionResponsePartitionData, int]:
-    o = _new(AlterPartitionResponsePartitionData)
     blen = len(buf)
+    o = _new(AlterPartitionResponsePartitionData)
     o.leader_recovery_state = 0
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
@@ -957,9 +1175,12 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1006,8 +1227,8 @@ def _encode_AlterPartitionResponsePartitionData_v0(o: AlterPartitionResponsePart
 
 
 def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[AlterPartitionResponsePartitionData, int]:
-    o = _new(AlterPartitionResponsePartitionData)
     blen = len(buf)
+    o = _new(AlterPartitionResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]
@@ -1019,9 +1240,12 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -1068,8 +1292,8 @@ def _encode_AlterPartitionResponsePartitionData_v1(o: AlterPartitionResponsePart
 
 
 def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[AlterPartitionResponseTopicData, int]:
-    o = _new(AlterPartitionResponseTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionResponseTopicData)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1101,8 +1325,48 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[Al
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionResponsePartitionData)
+            e_partitions.leader_recovery_state = 0
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partitions.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partitions.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.partition_epoch, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1150,7 +1414,23 @@ def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicDat
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionResponsePartitionData_v0(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_isr = e_partitions.isr
+            if x_partitions_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
+            else:
+                k_partitions_isr = len(x_partitions_isr)
+                m = k_partitions_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr] if k_partitions_isr < 64 else _Struct(f'>{k_partitions_isr}i')).pack(*x_partitions_isr)
+            out += _S2.pack(e_partitions.partition_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1158,8 +1438,8 @@ def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicDat
 
 
 def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[AlterPartitionResponseTopicData, int]:
-    o = _new(AlterPartitionResponseTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionResponseTopicData)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1191,8 +1471,47 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[Al
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partitions.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partitions.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.leader_recovery_state, e_partitions.partition_epoch = _S3.unpack_from(buf, pos)
+            pos += 5
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1240,7 +1559,23 @@ def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicDat
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionResponsePartitionData_v1(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_isr = e_partitions.isr
+            if x_partitions_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
+            else:
+                k_partitions_isr = len(x_partitions_isr)
+                m = k_partitions_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr] if k_partitions_isr < 64 else _Struct(f'>{k_partitions_isr}i')).pack(*x_partitions_isr)
+            out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1248,12 +1583,12 @@ def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicDat
 
 
 def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[AlterPartitionResponseTopicData, int]:
-    o = _new(AlterPartitionResponseTopicData)
     blen = len(buf)
+    o = _new(AlterPartitionResponseTopicData)
     o.topic_name = ''
     u_topic_id_raw, = _S4.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1268,8 +1603,47 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partitions.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partitions.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.leader_recovery_state, e_partitions.partition_epoch = _S3.unpack_from(buf, pos)
+            pos += 5
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1305,7 +1679,23 @@ def _encode_AlterPartitionResponseTopicData_v2(o: AlterPartitionResponseTopicDat
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionResponsePartitionData_v1(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_isr = e_partitions.isr
+            if x_partitions_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
+            else:
+                k_partitions_isr = len(x_partitions_isr)
+                m = k_partitions_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr] if k_partitions_isr < 64 else _Struct(f'>{k_partitions_isr}i')).pack(*x_partitions_isr)
+            out += _S3.pack(e_partitions.leader_recovery_state, e_partitions.partition_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1313,8 +1703,8 @@ def _encode_AlterPartitionResponseTopicData_v2(o: AlterPartitionResponseTopicDat
 
 
 def _decode_AlterPartitionResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartitionResponse, int]:
-    o = _new(AlterPartitionResponse)
     blen = len(buf)
+    o = _new(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _S6.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1376,8 +1766,8 @@ def _encode_AlterPartitionResponse_v0(o: AlterPartitionResponse, out: bytearray)
 
 
 def _decode_AlterPartitionResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartitionResponse, int]:
-    o = _new(AlterPartitionResponse)
     blen = len(buf)
+    o = _new(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _S6.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1439,8 +1829,8 @@ def _encode_AlterPartitionResponse_v1(o: AlterPartitionResponse, out: bytearray)
 
 
 def _decode_AlterPartitionResponse_v2(buf: bytes, pos: int) -> tuple[AlterPartitionResponse, int]:
-    o = _new(AlterPartitionResponse)
     blen = len(buf)
+    o = _new(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _S6.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -110,8 +110,8 @@ class AlterPartitionReassignmentsResponse(Message):
 
 
 def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsRequestReassignablePartition, int]:
-    o = _new(AlterPartitionReassignmentsRequestReassignablePartition)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsRequestReassignablePartition)
     o.partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -123,9 +123,12 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
     if n < 0:
         o.replicas = None
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -169,8 +172,8 @@ def _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(o: AlterP
 
 
 def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsRequestReassignableTopic, int]:
-    o = _new(AlterPartitionReassignmentsRequestReassignableTopic)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsRequestReassignableTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -201,8 +204,45 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
         lst_partitions: list[AlterPartitionReassignmentsRequestReassignablePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionReassignmentsRequestReassignablePartition)
+            e_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.replicas = None
+            else:
+                if n < 64:
+                    e_partitions.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partitions.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -250,7 +290,22 @@ def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterParti
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index)
+            x_partitions_replicas = e_partitions.replicas
+            if x_partitions_replicas is None:
+                out.append(0)
+            else:
+                k_partitions_replicas = len(x_partitions_replicas)
+                m = k_partitions_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_replicas] if k_partitions_replicas < 64 else _Struct(f'>{k_partitions_replicas}i')).pack(*x_partitions_replicas)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -258,8 +313,8 @@ def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterParti
 
 
 def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:
-    o = _new(AlterPartitionReassignmentsRequest)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsRequest)
     o.allow_replication_factor_change = True
     o.timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -324,8 +379,8 @@ def _encode_AlterPartitionReassignmentsRequest_v0(o: AlterPartitionReassignments
 
 
 def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:
-    o = _new(AlterPartitionReassignmentsRequest)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsRequest)
     o.timeout_ms, o.allow_replication_factor_change = _S1.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -387,8 +442,8 @@ def _encode_AlterPartitionReassignmentsRequest_v1(o: AlterPartitionReassignments
 
 
 def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsResponseReassignablePartitionResponse, int]:
-    o = _new(AlterPartitionReassignmentsResponseReassignablePartitionResponse)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsResponseReassignablePartitionResponse)
     o.partition_index, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -451,8 +506,8 @@ def _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
 
 
 def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsResponseReassignableTopicResponse, int]:
-    o = _new(AlterPartitionReassignmentsResponseReassignableTopicResponse)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsResponseReassignableTopicResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -483,8 +538,45 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
         lst_partitions: list[AlterPartitionReassignmentsResponseReassignablePartitionResponse] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterPartitionReassignmentsResponseReassignablePartitionResponse)
+            e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -532,7 +624,24 @@ def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: A
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -540,8 +649,8 @@ def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: A
 
 
 def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
-    o = _new(AlterPartitionReassignmentsResponse)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsResponse)
     o.allow_replication_factor_change = True
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
@@ -633,8 +742,8 @@ def _encode_AlterPartitionReassignmentsResponse_v0(o: AlterPartitionReassignment
 
 
 def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
-    o = _new(AlterPartitionReassignmentsResponse)
     blen = len(buf)
+    o = _new(AlterPartitionReassignmentsResponse)
     o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _S3.unpack_from(buf, pos)
     pos += 7
     n = buf[pos]

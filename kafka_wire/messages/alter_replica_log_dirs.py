@@ -30,8 +30,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>ii')
 _Ai32 = ARRAY_STRUCTS['i']
@@ -109,28 +109,29 @@ class AlterReplicaLogDirsResponse(Message):
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, int]:
-    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -144,7 +145,7 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplica
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
@@ -157,8 +158,8 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplica
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, int]:
-    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
     blen = len(buf)
+    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -184,9 +185,12 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -242,21 +246,19 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(o: AlterReplica
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDir, int]:
-    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDir)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDir)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Path was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Path is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Path')
         o.path = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -266,8 +268,31 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: int
         lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -281,22 +306,38 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(o: AlterReplicaLogDi
         b_path = x_path.encode()
         if len(b_path) > 0x7FFF:
             raise ValueOutOfRangeError('string field Path is too long', version=0)
-        out += _S0.pack(len(b_path))
+        out += _S1.pack(len(b_path))
         out += b_path
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S1.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                out += (_Ci32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>i{k_topics_partitions}i')).pack(k_topics_partitions, *x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDir, int]:
-    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDir)
     blen = len(buf)
+    o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDir)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -327,8 +368,59 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int
         lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -376,7 +468,34 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(o: AlterReplicaLogDi
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -384,9 +503,9 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(o: AlterReplicaLogDi
 
 
 def _decode_AlterReplicaLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
-    o = _new(AlterReplicaLogDirsRequest)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(AlterReplicaLogDirsRequest)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Dirs was null')
@@ -408,7 +527,7 @@ def _encode_AlterReplicaLogDirsRequest_v0(o: AlterReplicaLogDirsRequest, out: by
     if x_dirs is None:
         raise ValueOutOfRangeError('non-nullable field Dirs is None', version=0)
     else:
-        out += _S1.pack(len(x_dirs))
+        out += _S0.pack(len(x_dirs))
         for e_dirs in x_dirs:
             _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(e_dirs, out)
     if o.unknown_tagged_fields:
@@ -416,8 +535,8 @@ def _encode_AlterReplicaLogDirsRequest_v0(o: AlterReplicaLogDirsRequest, out: by
 
 
 def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
-    o = _new(AlterReplicaLogDirsRequest)
     blen = len(buf)
+    o = _new(AlterReplicaLogDirsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -490,8 +609,8 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(o: A
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, int]:
-    o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
     blen = len(buf)
+    o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
     o.partition_index, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -525,21 +644,19 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(o: A
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, int]:
-    o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -549,8 +666,11 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: byt
         lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
+            e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -564,22 +684,24 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(o: Alter
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b_topic_name))
+        out += _S1.pack(len(b_topic_name))
         out += b_topic_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x_partitions))
+        out += _S0.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, int]:
-    o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     blen = len(buf)
+    o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -610,8 +732,29 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
         lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
+            e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -659,7 +802,11 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(o: Alter
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -667,8 +814,8 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(o: Alter
 
 
 def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
-    o = _new(AlterReplicaLogDirsResponse)
     blen = len(buf)
+    o = _new(AlterReplicaLogDirsResponse)
     o.throttle_time_ms, n = _S3.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -687,12 +834,12 @@ def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[AlterR
 
 
 def _encode_AlterReplicaLogDirsResponse_v0(o: AlterReplicaLogDirsResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_results = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S1.pack(len(x_results))
+        out += _S0.pack(len(x_results))
         for e_results in x_results:
             _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(e_results, out)
     if o.unknown_tagged_fields:
@@ -700,9 +847,9 @@ def _encode_AlterReplicaLogDirsResponse_v0(o: AlterReplicaLogDirsResponse, out: 
 
 
 def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
-    o = _new(AlterReplicaLogDirsResponse)
     blen = len(buf)
-    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    o = _new(AlterReplicaLogDirsResponse)
+    o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -744,7 +891,7 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[AlterR
 
 
 def _encode_AlterReplicaLogDirsResponse_v2(o: AlterReplicaLogDirsResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_results = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)

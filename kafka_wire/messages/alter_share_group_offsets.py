@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -107,8 +116,8 @@ class AlterShareGroupOffsetsResponse(Message):
 
 
 def _decode_AlterShareGroupOffsetsRequestPartition_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsRequestPartition, int]:
-    o = _new(AlterShareGroupOffsetsRequestPartition)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsRequestPartition)
     o.partition_index, o.start_offset = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -142,8 +151,8 @@ def _encode_AlterShareGroupOffsetsRequestPartition_v0(o: AlterShareGroupOffsetsR
 
 
 def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsRequestTopic, int]:
-    o = _new(AlterShareGroupOffsetsRequestTopic)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -174,8 +183,29 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
         lst_partitions: list[AlterShareGroupOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterShareGroupOffsetsRequestPartition)
+            e_partitions.partition_index, e_partitions.start_offset = _S0.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -223,7 +253,11 @@ def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsReque
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterShareGroupOffsetsRequestPartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.start_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -231,8 +265,8 @@ def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsReque
 
 
 def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsRequest, int]:
-    o = _new(AlterShareGroupOffsetsRequest)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -320,8 +354,8 @@ def _encode_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, o
 
 
 def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponsePartition, int]:
-    o = _new(AlterShareGroupOffsetsResponsePartition)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsResponsePartition)
     o.partition_index, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -384,8 +418,8 @@ def _encode_AlterShareGroupOffsetsResponsePartition_v0(o: AlterShareGroupOffsets
 
 
 def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponseTopic, int]:
-    o = _new(AlterShareGroupOffsetsResponseTopic)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -404,7 +438,7 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
         pos = end
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -419,8 +453,45 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
         lst_partitions: list[AlterShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AlterShareGroupOffsetsResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S1.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -469,7 +540,24 @@ def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResp
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AlterShareGroupOffsetsResponsePartition_v0(e_partitions, out)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -477,8 +565,8 @@ def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResp
 
 
 def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[AlterShareGroupOffsetsResponse, int]:
-    o = _new(AlterShareGroupOffsetsResponse)
     blen = len(buf)
+    o = _new(AlterShareGroupOffsetsResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -95,8 +95,8 @@ class AlterUserScramCredentialsResponse(Message):
 
 
 def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: bytes, pos: int) -> tuple[AlterUserScramCredentialsRequestScramCredentialDeletion, int]:
-    o = _new(AlterUserScramCredentialsRequestScramCredentialDeletion)
     blen = len(buf)
+    o = _new(AlterUserScramCredentialsRequestScramCredentialDeletion)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -159,8 +159,8 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(o: AlterU
 
 
 def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: bytes, pos: int) -> tuple[AlterUserScramCredentialsRequestScramCredentialUpsertion, int]:
-    o = _new(AlterUserScramCredentialsRequestScramCredentialUpsertion)
     blen = len(buf)
+    o = _new(AlterUserScramCredentialsRequestScramCredentialUpsertion)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -273,8 +273,8 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(o: Alter
 
 
 def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[AlterUserScramCredentialsRequest, int]:
-    o = _new(AlterUserScramCredentialsRequest)
     blen = len(buf)
+    o = _new(AlterUserScramCredentialsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -289,8 +289,45 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
         lst_deletions: list[AlterUserScramCredentialsRequestScramCredentialDeletion] = []
         app_deletions = lst_deletions.append
         for _ in range(n):
-            x_deletions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf, pos)
-            app_deletions(x_deletions)
+            e_deletions = _new(AlterUserScramCredentialsRequestScramCredentialDeletion)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_deletions.name = buf[pos:end].decode()
+                pos = end
+            e_deletions.mechanism, = _S0.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_deletions.unknown_tagged_fields = ()
+            else:
+                unknown_e_deletions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_deletions.append((tag, buf[pos:end]))
+                        pos = end
+                e_deletions.unknown_tagged_fields = tuple(unknown_e_deletions)
+            app_deletions(e_deletions)
         o.deletions = lst_deletions
     n = buf[pos]
     if n < 0x80:
@@ -306,8 +343,73 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
         lst_upsertions: list[AlterUserScramCredentialsRequestScramCredentialUpsertion] = []
         app_upsertions = lst_upsertions.append
         for _ in range(n):
-            x_upsertions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf, pos)
-            app_upsertions(x_upsertions)
+            e_upsertions = _new(AlterUserScramCredentialsRequestScramCredentialUpsertion)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_upsertions.name = buf[pos:end].decode()
+                pos = end
+            e_upsertions.mechanism, e_upsertions.iterations = _S1.unpack_from(buf, pos)
+            pos += 5
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Salt was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Salt')
+                e_upsertions.salt = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SaltedPassword was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SaltedPassword')
+                e_upsertions.salted_password = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_upsertions.unknown_tagged_fields = ()
+            else:
+                unknown_e_upsertions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_upsertions.append((tag, buf[pos:end]))
+                        pos = end
+                e_upsertions.unknown_tagged_fields = tuple(unknown_e_upsertions)
+            app_upsertions(e_upsertions)
         o.upsertions = lst_upsertions
     n = buf[pos]
     if n < 0x80:
@@ -342,7 +444,24 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
         else:
             _write_uvarint(out, m)
         for e_deletions in x_deletions:
-            _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(e_deletions, out)
+            x_deletions_name = e_deletions.name
+            if x_deletions_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_deletions_name = x_deletions_name.encode()
+                if len(b_deletions_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_deletions_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_deletions_name
+            out += _S0.pack(e_deletions.mechanism)
+            if e_deletions.unknown_tagged_fields:
+                _write_tagged(out, [], e_deletions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_upsertions = o.upsertions
     if x_upsertions is None:
         raise ValueOutOfRangeError('non-nullable field Upsertions is None', version=0)
@@ -353,7 +472,46 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
         else:
             _write_uvarint(out, m)
         for e_upsertions in x_upsertions:
-            _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(e_upsertions, out)
+            x_upsertions_name = e_upsertions.name
+            if x_upsertions_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_upsertions_name = x_upsertions_name.encode()
+                if len(b_upsertions_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_upsertions_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_upsertions_name
+            out += _S1.pack(e_upsertions.mechanism, e_upsertions.iterations)
+            x_upsertions_salt = e_upsertions.salt
+            if x_upsertions_salt is None:
+                raise ValueOutOfRangeError('non-nullable field Salt is None', version=0)
+            else:
+                b_upsertions_salt = x_upsertions_salt
+                m = len(b_upsertions_salt) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_upsertions_salt
+            x_upsertions_salted_password = e_upsertions.salted_password
+            if x_upsertions_salted_password is None:
+                raise ValueOutOfRangeError('non-nullable field SaltedPassword is None', version=0)
+            else:
+                b_upsertions_salted_password = x_upsertions_salted_password
+                m = len(b_upsertions_salted_password) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_upsertions_salted_password
+            if e_upsertions.unknown_tagged_fields:
+                _write_tagged(out, [], e_upsertions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -361,8 +519,8 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
 
 
 def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) -> tuple[AlterUserScramCredentialsResponseResult, int]:
-    o = _new(AlterUserScramCredentialsResponseResult)
     blen = len(buf)
+    o = _new(AlterUserScramCredentialsResponseResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -454,8 +612,8 @@ def _encode_AlterUserScramCredentialsResponseResult_v0(o: AlterUserScramCredenti
 
 
 def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[AlterUserScramCredentialsResponse, int]:
-    o = _new(AlterUserScramCredentialsResponse)
     blen = len(buf)
+    o = _new(AlterUserScramCredentialsResponse)
     o.throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -472,8 +630,61 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
         lst_results: list[AlterUserScramCredentialsResponseResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_AlterUserScramCredentialsResponseResult_v0(buf, pos)
-            app_results(x_results)
+            e_results = _new(AlterUserScramCredentialsResponseResult)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field User was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field User is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('User')
+                e_results.user = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results.unknown_tagged_fields = ()
+            else:
+                unknown_e_results = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results.append((tag, buf[pos:end]))
+                        pos = end
+                e_results.unknown_tagged_fields = tuple(unknown_e_results)
+            app_results(e_results)
         o.results = lst_results
     n = buf[pos]
     if n < 0x80:
@@ -509,7 +720,37 @@ def _encode_AlterUserScramCredentialsResponse_v0(o: AlterUserScramCredentialsRes
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            _encode_AlterUserScramCredentialsResponseResult_v0(e_results, out)
+            x_results_user = e_results.user
+            if x_results_user is None:
+                raise ValueOutOfRangeError('non-nullable field User is None', version=0)
+            else:
+                b_results_user = x_results_user.encode()
+                if len(b_results_user) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field User is too long', version=0)
+                m = len(b_results_user) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_user
+            out += _S2.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out.append(0)
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_results_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -125,8 +125,8 @@ def _encode_ApiVersionsRequest_v0(o: ApiVersionsRequest, out: bytearray) -> None
 
 
 def _decode_ApiVersionsRequest_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRequest, int]:
-    o = _new(ApiVersionsRequest)
     blen = len(buf)
+    o = _new(ApiVersionsRequest)
     o.cluster_id = None
     o.node_id = -1
     n = buf[pos]
@@ -217,8 +217,8 @@ def _encode_ApiVersionsRequest_v3(o: ApiVersionsRequest, out: bytearray) -> None
 
 
 def _decode_ApiVersionsRequest_v5(buf: bytes, pos: int) -> tuple[ApiVersionsRequest, int]:
-    o = _new(ApiVersionsRequest)
     blen = len(buf)
+    o = _new(ApiVersionsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -353,8 +353,8 @@ def _encode_ApiVersionsResponseApiVersion_v0(o: ApiVersionsResponseApiVersion, o
 
 
 def _decode_ApiVersionsResponseApiVersion_v3(buf: bytes, pos: int) -> tuple[ApiVersionsResponseApiVersion, int]:
-    o = _new(ApiVersionsResponseApiVersion)
     blen = len(buf)
+    o = _new(ApiVersionsResponseApiVersion)
     o.api_key, o.min_version, o.max_version = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -388,8 +388,8 @@ def _encode_ApiVersionsResponseApiVersion_v3(o: ApiVersionsResponseApiVersion, o
 
 
 def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: int) -> tuple[ApiVersionsResponseSupportedFeatureKey, int]:
-    o = _new(ApiVersionsResponseSupportedFeatureKey)
     blen = len(buf)
+    o = _new(ApiVersionsResponseSupportedFeatureKey)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -452,8 +452,8 @@ def _encode_ApiVersionsResponseSupportedFeatureKey_v3(o: ApiVersionsResponseSupp
 
 
 def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: int) -> tuple[ApiVersionsResponseFinalizedFeatureKey, int]:
-    o = _new(ApiVersionsResponseFinalizedFeatureKey)
     blen = len(buf)
+    o = _new(ApiVersionsResponseFinalizedFeatureKey)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -516,8 +516,8 @@ def _encode_ApiVersionsResponseFinalizedFeatureKey_v3(o: ApiVersionsResponseFina
 
 
 def _decode_ApiVersionsResponse_v0(buf: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    o = _new(ApiVersionsResponse)
     blen = len(buf)
+    o = _new(ApiVersionsResponse)
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -533,8 +533,11 @@ def _decode_ApiVersionsResponse_v0(buf: bytes, pos: int) -> tuple[ApiVersionsRes
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
         app_api_keys = lst_api_keys.append
         for _ in range(n):
-            x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
-            app_api_keys(x_api_keys)
+            e_api_keys = _new(ApiVersionsResponseApiVersion)
+            e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version = _S1.unpack_from(buf, pos)
+            pos += 6
+            e_api_keys.unknown_tagged_fields = ()
+            app_api_keys(e_api_keys)
         o.api_keys = lst_api_keys
     o.unknown_tagged_fields = ()
     return o, pos
@@ -548,14 +551,16 @@ def _encode_ApiVersionsResponse_v0(o: ApiVersionsResponse, out: bytearray) -> No
     else:
         out += _S0.pack(len(x_api_keys))
         for e_api_keys in x_api_keys:
-            _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, out)
+            out += _S1.pack(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+            if e_api_keys.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ApiVersionsResponse_v1(buf: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    o = _new(ApiVersionsResponse)
     blen = len(buf)
+    o = _new(ApiVersionsResponse)
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -570,8 +575,11 @@ def _decode_ApiVersionsResponse_v1(buf: bytes, pos: int) -> tuple[ApiVersionsRes
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
         app_api_keys = lst_api_keys.append
         for _ in range(n):
-            x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
-            app_api_keys(x_api_keys)
+            e_api_keys = _new(ApiVersionsResponseApiVersion)
+            e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version = _S1.unpack_from(buf, pos)
+            pos += 6
+            e_api_keys.unknown_tagged_fields = ()
+            app_api_keys(e_api_keys)
         o.api_keys = lst_api_keys
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -587,15 +595,17 @@ def _encode_ApiVersionsResponse_v1(o: ApiVersionsResponse, out: bytearray) -> No
     else:
         out += _S0.pack(len(x_api_keys))
         for e_api_keys in x_api_keys:
-            _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, out)
+            out += _S1.pack(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+            if e_api_keys.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     out += _S0.pack(o.throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsResponse, int]:
-    o = _new(ApiVersionsResponse)
     blen = len(buf)
+    o = _new(ApiVersionsResponse)
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -616,8 +626,29 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
         app_api_keys = lst_api_keys.append
         for _ in range(n):
-            x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v3(buf, pos)
-            app_api_keys(x_api_keys)
+            e_api_keys = _new(ApiVersionsResponseApiVersion)
+            e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version = _S1.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_api_keys.unknown_tagged_fields = ()
+            else:
+                unknown_e_api_keys = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_api_keys.append((tag, buf[pos:end]))
+                        pos = end
+                e_api_keys.unknown_tagged_fields = tuple(unknown_e_api_keys)
+            app_api_keys(e_api_keys)
         o.api_keys = lst_api_keys
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -648,8 +679,45 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                     lst_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = []
                     app_supported_features = lst_supported_features.append
                     for _ in range(n):
-                        x_supported_features, pos = _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf, pos)
-                        app_supported_features(x_supported_features)
+                        e_supported_features = _new(ApiVersionsResponseSupportedFeatureKey)
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Name was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Name is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Name')
+                            e_supported_features.name = buf[pos:end].decode()
+                            pos = end
+                        e_supported_features.min_version, e_supported_features.max_version = _S2.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_supported_features.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_supported_features = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_supported_features.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_supported_features.unknown_tagged_fields = tuple(unknown_e_supported_features)
+                        app_supported_features(e_supported_features)
                     o.supported_features = lst_supported_features
             elif tag == 1:
                 o.finalized_features_epoch, = _S5.unpack_from(buf, pos)
@@ -669,8 +737,45 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                     lst_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = []
                     app_finalized_features = lst_finalized_features.append
                     for _ in range(n):
-                        x_finalized_features, pos = _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf, pos)
-                        app_finalized_features(x_finalized_features)
+                        e_finalized_features = _new(ApiVersionsResponseFinalizedFeatureKey)
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Name was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Name is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Name')
+                            e_finalized_features.name = buf[pos:end].decode()
+                            pos = end
+                        e_finalized_features.max_version_level, e_finalized_features.min_version_level = _S2.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_finalized_features.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_finalized_features = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_finalized_features.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_finalized_features.unknown_tagged_fields = tuple(unknown_e_finalized_features)
+                        app_finalized_features(e_finalized_features)
                     o.finalized_features = lst_finalized_features
             elif tag == 3:
                 o.zk_migration_ready, = _S6.unpack_from(buf, pos)
@@ -697,7 +802,11 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_api_keys in x_api_keys:
-            _encode_ApiVersionsResponseApiVersion_v3(e_api_keys, out)
+            out += _S1.pack(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+            if e_api_keys.unknown_tagged_fields:
+                _write_tagged(out, [], e_api_keys.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S0.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.supported_features is None or len(o.supported_features) != 0:
@@ -712,7 +821,24 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
             else:
                 _write_uvarint(t, m)
             for e_supported_features in x_supported_features:
-                _encode_ApiVersionsResponseSupportedFeatureKey_v3(e_supported_features, t)
+                x_supported_features_name = e_supported_features.name
+                if x_supported_features_name is None:
+                    raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+                else:
+                    b_supported_features_name = x_supported_features_name.encode()
+                    if len(b_supported_features_name) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Name is too long', version=3)
+                    m = len(b_supported_features_name) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_supported_features_name
+                t += _S2.pack(e_supported_features.min_version, e_supported_features.max_version)
+                if e_supported_features.unknown_tagged_fields:
+                    _write_tagged(t, [], e_supported_features.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.finalized_features_epoch != -1:
         t = bytearray()
@@ -730,7 +856,24 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
             else:
                 _write_uvarint(t, m)
             for e_finalized_features in x_finalized_features:
-                _encode_ApiVersionsResponseFinalizedFeatureKey_v3(e_finalized_features, t)
+                x_finalized_features_name = e_finalized_features.name
+                if x_finalized_features_name is None:
+                    raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+                else:
+                    b_finalized_features_name = x_finalized_features_name.encode()
+                    if len(b_finalized_features_name) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Name is too long', version=3)
+                    m = len(b_finalized_features_name) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_finalized_features_name
+                t += _S2.pack(e_finalized_features.max_version_level, e_finalized_features.min_version_level)
+                if e_finalized_features.unknown_tagged_fields:
+                    _write_tagged(t, [], e_finalized_features.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((2, t))
     if bool(o.zk_migration_ready):
         t = bytearray()

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -126,8 +135,8 @@ class AssignReplicasToDirsResponse(Message):
 
 
 def _decode_AssignReplicasToDirsRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsRequestPartitionData, int]:
-    o = _new(AssignReplicasToDirsRequestPartitionData)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsRequestPartitionData)
     o.partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -161,11 +170,11 @@ def _encode_AssignReplicasToDirsRequestPartitionData_v0(o: AssignReplicasToDirsR
 
 
 def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsRequestTopicData, int]:
-    o = _new(AssignReplicasToDirsRequestTopicData)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsRequestTopicData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -180,8 +189,29 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tup
         lst_partitions: list[AssignReplicasToDirsRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AssignReplicasToDirsRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AssignReplicasToDirsRequestPartitionData)
+            e_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -217,7 +247,11 @@ def _encode_AssignReplicasToDirsRequestTopicData_v0(o: AssignReplicasToDirsReque
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AssignReplicasToDirsRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -225,11 +259,11 @@ def _encode_AssignReplicasToDirsRequestTopicData_v0(o: AssignReplicasToDirsReque
 
 
 def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsRequestDirectoryData, int]:
-    o = _new(AssignReplicasToDirsRequestDirectoryData)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsRequestDirectoryData)
     u_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.id = UUID(bytes=u_id_raw)
+    o.id = ZERO_UUID if u_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -289,8 +323,8 @@ def _encode_AssignReplicasToDirsRequestDirectoryData_v0(o: AssignReplicasToDirsR
 
 
 def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsRequest, int]:
-    o = _new(AssignReplicasToDirsRequest)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsRequest)
     o.broker_id, o.broker_epoch = _S2.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -352,8 +386,8 @@ def _encode_AssignReplicasToDirsRequest_v0(o: AssignReplicasToDirsRequest, out: 
 
 
 def _decode_AssignReplicasToDirsResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsResponsePartitionData, int]:
-    o = _new(AssignReplicasToDirsResponsePartitionData)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsResponsePartitionData)
     o.partition_index, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -387,11 +421,11 @@ def _encode_AssignReplicasToDirsResponsePartitionData_v0(o: AssignReplicasToDirs
 
 
 def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsResponseTopicData, int]:
-    o = _new(AssignReplicasToDirsResponseTopicData)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsResponseTopicData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -406,8 +440,29 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tu
         lst_partitions: list[AssignReplicasToDirsResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_AssignReplicasToDirsResponsePartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(AssignReplicasToDirsResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code = _S3.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -443,7 +498,11 @@ def _encode_AssignReplicasToDirsResponseTopicData_v0(o: AssignReplicasToDirsResp
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_AssignReplicasToDirsResponsePartitionData_v0(e_partitions, out)
+            out += _S3.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -451,11 +510,11 @@ def _encode_AssignReplicasToDirsResponseTopicData_v0(o: AssignReplicasToDirsResp
 
 
 def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsResponseDirectoryData, int]:
-    o = _new(AssignReplicasToDirsResponseDirectoryData)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsResponseDirectoryData)
     u_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.id = UUID(bytes=u_id_raw)
+    o.id = ZERO_UUID if u_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -515,8 +574,8 @@ def _encode_AssignReplicasToDirsResponseDirectoryData_v0(o: AssignReplicasToDirs
 
 
 def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: int) -> tuple[AssignReplicasToDirsResponse, int]:
-    o = _new(AssignReplicasToDirsResponse)
     blen = len(buf)
+    o = _new(AssignReplicasToDirsResponse)
     o.throttle_time_ms, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

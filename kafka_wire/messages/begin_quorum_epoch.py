@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -23,8 +32,8 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>iii')
 _S1 = _Struct('>i16sii')
-_S2 = _Struct('>h')
-_S3 = _Struct('>i')
+_S2 = _Struct('>i')
+_S3 = _Struct('>h')
 _S4 = _Struct('>H')
 _S5 = _Struct('>ihii')
 _S6 = _Struct('>hi')
@@ -160,11 +169,11 @@ def _encode_BeginQuorumEpochRequestPartitionData_v0(o: BeginQuorumEpochRequestPa
 
 
 def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequestPartitionData, int]:
-    o = _new(BeginQuorumEpochRequestPartitionData)
     blen = len(buf)
+    o = _new(BeginQuorumEpochRequestPartitionData)
     o.partition_index, u_voter_directory_id_raw, o.leader_id, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 28
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -196,21 +205,19 @@ def _encode_BeginQuorumEpochRequestPartitionData_v1(o: BeginQuorumEpochRequestPa
 
 
 def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequestTopicData, int]:
-    o = _new(BeginQuorumEpochRequestTopicData)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(BeginQuorumEpochRequestTopicData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -220,8 +227,12 @@ def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[B
         lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(BeginQuorumEpochRequestPartitionData)
+            e_partitions.voter_directory_id = ZERO_UUID
+            e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
+            pos += 12
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -235,22 +246,24 @@ def _encode_BeginQuorumEpochRequestTopicData_v0(o: BeginQuorumEpochRequestTopicD
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S2.pack(len(b_topic_name))
+        out += _S3.pack(len(b_topic_name))
         out += b_topic_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x_partitions))
+        out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_BeginQuorumEpochRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequestTopicData, int]:
-    o = _new(BeginQuorumEpochRequestTopicData)
     blen = len(buf)
+    o = _new(BeginQuorumEpochRequestTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -281,8 +294,30 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
         lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(BeginQuorumEpochRequestPartitionData)
+            e_partitions.partition_index, u_voter_directory_id_raw, e_partitions.leader_id, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
+            pos += 28
+            e_partitions.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -330,7 +365,11 @@ def _encode_BeginQuorumEpochRequestTopicData_v1(o: BeginQuorumEpochRequestTopicD
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_BeginQuorumEpochRequestPartitionData_v1(e_partitions, out)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.voter_directory_id.bytes, e_partitions.leader_id, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -338,8 +377,8 @@ def _encode_BeginQuorumEpochRequestTopicData_v1(o: BeginQuorumEpochRequestTopicD
 
 
 def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequestLeaderEndpoint, int]:
-    o = _new(BeginQuorumEpochRequestLeaderEndpoint)
     blen = len(buf)
+    o = _new(BeginQuorumEpochRequestLeaderEndpoint)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -431,23 +470,21 @@ def _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(o: BeginQuorumEpochRequestL
 
 
 def _decode_BeginQuorumEpochRequest_v0(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    o = _new(BeginQuorumEpochRequest)
     blen = len(buf)
+    o = _new(BeginQuorumEpochRequest)
     o.voter_id = -1
     o.leader_endpoints = []
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
         o.cluster_id = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -472,13 +509,13 @@ def _encode_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, out: bytearra
         b_cluster_id = x_cluster_id.encode()
         if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        out += _S2.pack(len(b_cluster_id))
+        out += _S3.pack(len(b_cluster_id))
         out += b_cluster_id
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_BeginQuorumEpochRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -486,8 +523,8 @@ def _encode_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, out: bytearra
 
 
 def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    o = _new(BeginQuorumEpochRequest)
     blen = len(buf)
+    o = _new(BeginQuorumEpochRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -504,7 +541,7 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
             raise _truncated('ClusterId')
         o.cluster_id = buf[pos:end].decode()
         pos = end
-    o.voter_id, = _S3.unpack_from(buf, pos)
+    o.voter_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -537,8 +574,61 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
         lst_leader_endpoints: list[BeginQuorumEpochRequestLeaderEndpoint] = []
         app_leader_endpoints = lst_leader_endpoints.append
         for _ in range(n):
-            x_leader_endpoints, pos = _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
-            app_leader_endpoints(x_leader_endpoints)
+            e_leader_endpoints = _new(BeginQuorumEpochRequestLeaderEndpoint)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_leader_endpoints.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_leader_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_leader_endpoints.port, = _S4.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_leader_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_leader_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_leader_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_leader_endpoints.unknown_tagged_fields = tuple(unknown_e_leader_endpoints)
+            app_leader_endpoints(e_leader_endpoints)
         o.leader_endpoints = lst_leader_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -576,7 +666,7 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, out: bytearra
         else:
             _write_uvarint(out, m)
         out += b_cluster_id
-    out += _S3.pack(o.voter_id)
+    out += _S2.pack(o.voter_id)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
@@ -598,7 +688,37 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_leader_endpoints in x_leader_endpoints:
-            _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(e_leader_endpoints, out)
+            x_leader_endpoints_name = e_leader_endpoints.name
+            if x_leader_endpoints_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_leader_endpoints_name = x_leader_endpoints_name.encode()
+                if len(b_leader_endpoints_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_leader_endpoints_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_leader_endpoints_name
+            x_leader_endpoints_host = e_leader_endpoints.host
+            if x_leader_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_leader_endpoints_host = x_leader_endpoints_host.encode()
+                if len(b_leader_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_leader_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_leader_endpoints_host
+            out += _S4.pack(e_leader_endpoints.port)
+            if e_leader_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_leader_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -620,8 +740,8 @@ def _encode_BeginQuorumEpochResponsePartitionData_v0(o: BeginQuorumEpochResponse
 
 
 def _decode_BeginQuorumEpochResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponsePartitionData, int]:
-    o = _new(BeginQuorumEpochResponsePartitionData)
     blen = len(buf)
+    o = _new(BeginQuorumEpochResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S5.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]
@@ -655,21 +775,19 @@ def _encode_BeginQuorumEpochResponsePartitionData_v1(o: BeginQuorumEpochResponse
 
 
 def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponseTopicData, int]:
-    o = _new(BeginQuorumEpochResponseTopicData)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(BeginQuorumEpochResponseTopicData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -679,8 +797,11 @@ def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[
         lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(BeginQuorumEpochResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
+            pos += 14
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -694,22 +815,24 @@ def _encode_BeginQuorumEpochResponseTopicData_v0(o: BeginQuorumEpochResponseTopi
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S2.pack(len(b_topic_name))
+        out += _S3.pack(len(b_topic_name))
         out += b_topic_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x_partitions))
+        out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_BeginQuorumEpochResponsePartitionData_v0(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponseTopicData, int]:
-    o = _new(BeginQuorumEpochResponseTopicData)
     blen = len(buf)
+    o = _new(BeginQuorumEpochResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -740,8 +863,29 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
         lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(BeginQuorumEpochResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -789,7 +933,11 @@ def _encode_BeginQuorumEpochResponseTopicData_v1(o: BeginQuorumEpochResponseTopi
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_BeginQuorumEpochResponsePartitionData_v1(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -797,9 +945,9 @@ def _encode_BeginQuorumEpochResponseTopicData_v1(o: BeginQuorumEpochResponseTopi
 
 
 def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponseNodeEndpoint, int]:
-    o = _new(BeginQuorumEpochResponseNodeEndpoint)
     blen = len(buf)
-    o.node_id, = _S3.unpack_from(buf, pos)
+    o = _new(BeginQuorumEpochResponseNodeEndpoint)
+    o.node_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -842,7 +990,7 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tup
 
 
 def _encode_BeginQuorumEpochResponseNodeEndpoint_v1(o: BeginQuorumEpochResponseNodeEndpoint, out: bytearray) -> None:
-    out += _S3.pack(o.node_id)
+    out += _S2.pack(o.node_id)
     x_host = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
@@ -864,8 +1012,8 @@ def _encode_BeginQuorumEpochResponseNodeEndpoint_v1(o: BeginQuorumEpochResponseN
 
 
 def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
-    o = _new(BeginQuorumEpochResponse)
     blen = len(buf)
+    o = _new(BeginQuorumEpochResponse)
     o.node_endpoints = []
     o.error_code, n = _S6.unpack_from(buf, pos)
     pos += 6
@@ -887,12 +1035,12 @@ def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[BeginQuor
 def _encode_BeginQuorumEpochResponse_v0(o: BeginQuorumEpochResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    out += _S2.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_BeginQuorumEpochResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -900,10 +1048,10 @@ def _encode_BeginQuorumEpochResponse_v0(o: BeginQuorumEpochResponse, out: bytear
 
 
 def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
-    o = _new(BeginQuorumEpochResponse)
     blen = len(buf)
+    o = _new(BeginQuorumEpochResponse)
     o.node_endpoints = []
-    o.error_code, = _S2.unpack_from(buf, pos)
+    o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -949,8 +1097,47 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
                     lst_node_endpoints: list[BeginQuorumEpochResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(BeginQuorumEpochResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S2.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S4.unpack_from(buf, pos)
+                        pos += 2
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -963,7 +1150,7 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
 
 
 def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
@@ -988,7 +1175,25 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytear
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_BeginQuorumEpochResponseNodeEndpoint_v1(e_node_endpoints, t)
+                t += _S2.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=1)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S4.pack(e_node_endpoints.port)
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

@@ -11,10 +11,11 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -66,8 +67,8 @@ class BrokerHeartbeatResponse(Message):
 
 
 def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    o = _new(BrokerHeartbeatRequest)
     blen = len(buf)
+    o = _new(BrokerHeartbeatRequest)
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = _S0.unpack_from(buf, pos)
@@ -109,8 +110,8 @@ def _encode_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, out: bytearray)
 
 
 def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    o = _new(BrokerHeartbeatRequest)
     blen = len(buf)
+    o = _new(BrokerHeartbeatRequest)
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = _S0.unpack_from(buf, pos)
@@ -145,7 +146,8 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeart
                         end = pos + 16
                         if end > blen:
                             raise _truncated('OfflineLogDirs')
-                        app_offline_log_dirs(UUID(bytes=buf[pos:end]))
+                        raw = buf[pos:end]
+                        app_offline_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
                         pos = end
                     o.offline_log_dirs = lst_offline_log_dirs
             elif tag in (1,):
@@ -186,8 +188,8 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, out: bytearray)
 
 
 def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    o = _new(BrokerHeartbeatRequest)
     blen = len(buf)
+    o = _new(BrokerHeartbeatRequest)
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = _S0.unpack_from(buf, pos)
@@ -222,7 +224,8 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                         end = pos + 16
                         if end > blen:
                             raise _truncated('OfflineLogDirs')
-                        app_offline_log_dirs(UUID(bytes=buf[pos:end]))
+                        raw = buf[pos:end]
+                        app_offline_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
                         pos = end
                     o.offline_log_dirs = lst_offline_log_dirs
             elif tag == 1:
@@ -243,7 +246,8 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                         end = pos + 16
                         if end > blen:
                             raise _truncated('CordonedLogDirs')
-                        app_cordoned_log_dirs(UUID(bytes=buf[pos:end]))
+                        raw = buf[pos:end]
+                        app_cordoned_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
                         pos = end
                     o.cordoned_log_dirs = lst_cordoned_log_dirs
             else:
@@ -294,8 +298,8 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, out: bytearray)
 
 
 def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
-    o = _new(BrokerHeartbeatResponse)
     blen = len(buf)
+    o = _new(BrokerHeartbeatResponse)
     o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down = _S1.unpack_from(buf, pos)
     pos += 9
     n = buf[pos]

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -101,8 +110,8 @@ class BrokerRegistrationResponse(Message):
 
 
 def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequestListener, int]:
-    o = _new(BrokerRegistrationRequestListener)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequestListener)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -194,8 +203,8 @@ def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestLis
 
 
 def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequestFeature, int]:
-    o = _new(BrokerRegistrationRequestFeature)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequestFeature)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -258,8 +267,8 @@ def _encode_BrokerRegistrationRequestFeature_v0(o: BrokerRegistrationRequestFeat
 
 
 def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.is_migrating_zk_broker = False
     o.log_dirs = []
     o.previous_broker_epoch = -1
@@ -283,7 +292,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -298,8 +307,61 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -315,8 +377,45 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -384,7 +483,37 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
@@ -395,7 +524,24 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_features_name = e_features.name
+            if x_features_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_features_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_features_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -416,8 +562,8 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.log_dirs = []
     o.previous_broker_epoch = -1
     o.broker_id, = _S2.unpack_from(buf, pos)
@@ -440,7 +586,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -455,8 +601,61 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -472,8 +671,45 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -541,7 +777,37 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=1)
@@ -552,7 +818,24 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_features_name = e_features.name
+            if x_features_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_features_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_features_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -574,8 +857,8 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.previous_broker_epoch = -1
     o.broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -597,7 +880,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -612,8 +895,61 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -629,8 +965,45 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -667,7 +1040,8 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
             end = pos + 16
             if end > blen:
                 raise _truncated('LogDirs')
-            app_log_dirs(UUID(bytes=buf[pos:end]))
+            raw = buf[pos:end]
+            app_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
             pos = end
         o.log_dirs = lst_log_dirs
     n = buf[pos]
@@ -718,7 +1092,37 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=2)
@@ -729,7 +1133,24 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_features_name = e_features.name
+            if x_features_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_features_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_features_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -762,8 +1183,8 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    o = _new(BrokerRegistrationRequest)
     blen = len(buf)
+    o = _new(BrokerRegistrationRequest)
     o.broker_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -784,7 +1205,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         pos = end
     u_incarnation_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -799,8 +1220,61 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(BrokerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -816,8 +1290,45 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(BrokerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -854,7 +1365,8 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
             end = pos + 16
             if end > blen:
                 raise _truncated('LogDirs')
-            app_log_dirs(UUID(bytes=buf[pos:end]))
+            raw = buf[pos:end]
+            app_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
             pos = end
         o.log_dirs = lst_log_dirs
     o.previous_broker_epoch, = _S5.unpack_from(buf, pos)
@@ -907,7 +1419,37 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_BrokerRegistrationRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=3)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=3)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=3)
@@ -918,7 +1460,24 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_BrokerRegistrationRequestFeature_v0(e_features, out)
+            x_features_name = e_features.name
+            if x_features_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+            else:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=3)
+                m = len(b_features_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_features_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -952,8 +1511,8 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, out: byte
 
 
 def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[BrokerRegistrationResponse, int]:
-    o = _new(BrokerRegistrationResponse)
     blen = len(buf)
+    o = _new(BrokerRegistrationResponse)
     o.throttle_time_ms, o.error_code, o.broker_epoch = _S6.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]

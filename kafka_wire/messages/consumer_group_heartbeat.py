@@ -11,10 +11,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -114,11 +124,11 @@ class ConsumerGroupHeartbeatResponse(Message):
 
 
 def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatRequestTopicPartitions, int]:
-    o = _new(ConsumerGroupHeartbeatRequestTopicPartitions)
     blen = len(buf)
+    o = _new(ConsumerGroupHeartbeatRequestTopicPartitions)
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -128,9 +138,12 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: int
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -174,8 +187,8 @@ def _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(o: ConsumerGroupHear
 
 
 def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
-    o = _new(ConsumerGroupHeartbeatRequest)
     blen = len(buf)
+    o = _new(ConsumerGroupHeartbeatRequest)
     o.subscribed_topic_regex = None
     n = buf[pos]
     if n < 0x80:
@@ -305,8 +318,46 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
         lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ConsumerGroupHeartbeatRequestTopicPartitions)
+            u_topic_id_raw, = _S0.unpack_from(buf, pos)
+            pos += 16
+            e_topic_partitions.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_partitions.unknown_tagged_fields = tuple(unknown_e_topic_partitions)
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
@@ -429,7 +480,22 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, o
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(e_topic_partitions, out)
+            out += _S0.pack(e_topic_partitions.topic_id.bytes)
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -437,8 +503,8 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, o
 
 
 def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
-    o = _new(ConsumerGroupHeartbeatRequest)
     blen = len(buf)
+    o = _new(ConsumerGroupHeartbeatRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -583,8 +649,46 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
         lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ConsumerGroupHeartbeatRequestTopicPartitions)
+            u_topic_id_raw, = _S0.unpack_from(buf, pos)
+            pos += 16
+            e_topic_partitions.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_partitions.unknown_tagged_fields = tuple(unknown_e_topic_partitions)
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
@@ -718,7 +822,22 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, o
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(e_topic_partitions, out)
+            out += _S0.pack(e_topic_partitions.topic_id.bytes)
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -726,11 +845,11 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, o
 
 
 def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponseTopicPartitions, int]:
-    o = _new(ConsumerGroupHeartbeatResponseTopicPartitions)
     blen = len(buf)
+    o = _new(ConsumerGroupHeartbeatResponseTopicPartitions)
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -740,9 +859,12 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: in
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -786,8 +908,8 @@ def _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(o: ConsumerGroupHea
 
 
 def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponseAssignment, int]:
-    o = _new(ConsumerGroupHeartbeatResponseAssignment)
     blen = len(buf)
+    o = _new(ConsumerGroupHeartbeatResponseAssignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -802,8 +924,46 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
         lst_topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ConsumerGroupHeartbeatResponseTopicPartitions)
+            u_topic_id_raw, = _S0.unpack_from(buf, pos)
+            pos += 16
+            e_topic_partitions.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_partitions.unknown_tagged_fields = tuple(unknown_e_topic_partitions)
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
@@ -838,7 +998,22 @@ def _encode_ConsumerGroupHeartbeatResponseAssignment_v0(o: ConsumerGroupHeartbea
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(e_topic_partitions, out)
+            out += _S0.pack(e_topic_partitions.topic_id.bytes)
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -846,8 +1021,8 @@ def _encode_ConsumerGroupHeartbeatResponseAssignment_v0(o: ConsumerGroupHeartbea
 
 
 def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    o = _new(ConsumerGroupHeartbeatResponse)
     blen = len(buf)
+    o = _new(ConsumerGroupHeartbeatResponse)
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -24,8 +24,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _Ai32 = ARRAY_STRUCTS['i']
 _Ci32 = COUNTED_ARRAY_STRUCTS['i']
 
@@ -55,28 +55,29 @@ class ConsumerProtocolAssignment(Message):
 
 
 def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: int) -> tuple[ConsumerProtocolAssignmentTopicPartition, int]:
-    o = _new(ConsumerProtocolAssignmentTopicPartition)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(ConsumerProtocolAssignmentTopicPartition)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -90,7 +91,7 @@ def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssig
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b_topic))
+        out += _S1.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
@@ -103,9 +104,9 @@ def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssig
 
 
 def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    o = _new(ConsumerProtocolAssignment)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(ConsumerProtocolAssignment)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field AssignedPartitions was null')
@@ -115,10 +116,33 @@ def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: int) -> tuple[Consume
         lst_assigned_partitions: list[ConsumerProtocolAssignmentTopicPartition] = []
         app_assigned_partitions = lst_assigned_partitions.append
         for _ in range(n):
-            x_assigned_partitions, pos = _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf, pos)
-            app_assigned_partitions(x_assigned_partitions)
+            e_assigned_partitions = _new(ConsumerProtocolAssignmentTopicPartition)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_assigned_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_assigned_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_assigned_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_assigned_partitions.unknown_tagged_fields = ()
+            app_assigned_partitions(e_assigned_partitions)
         o.assigned_partitions = lst_assigned_partitions
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.user_data = None
@@ -137,15 +161,31 @@ def _encode_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, out: by
     if x_assigned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field AssignedPartitions is None', version=0)
     else:
-        out += _S1.pack(len(x_assigned_partitions))
+        out += _S0.pack(len(x_assigned_partitions))
         for e_assigned_partitions in x_assigned_partitions:
-            _encode_ConsumerProtocolAssignmentTopicPartition_v0(e_assigned_partitions, out)
+            x_assigned_partitions_topic = e_assigned_partitions.topic
+            if x_assigned_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
+            else:
+                b_assigned_partitions_topic = x_assigned_partitions_topic.encode()
+                if len(b_assigned_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=0)
+                out += _S1.pack(len(b_assigned_partitions_topic))
+                out += b_assigned_partitions_topic
+            x_assigned_partitions_partitions = e_assigned_partitions.partitions
+            if x_assigned_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_assigned_partitions_partitions = len(x_assigned_partitions_partitions)
+                out += (_Ci32[k_assigned_partitions_partitions] if k_assigned_partitions_partitions < 64 else _Struct(f'>i{k_assigned_partitions_partitions}i')).pack(k_assigned_partitions_partitions, *x_assigned_partitions_partitions)
+            if e_assigned_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_user_data = o.user_data
     if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_user_data = x_user_data
-        out += _S1.pack(len(b_user_data))
+        out += _S0.pack(len(b_user_data))
         out += b_user_data
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')

@@ -24,8 +24,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>ih')
 _Ai32 = ARRAY_STRUCTS['i']
 _Ci32 = COUNTED_ARRAY_STRUCTS['i']
@@ -62,28 +62,29 @@ class ConsumerProtocolSubscription(Message):
 
 
 def _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf: bytes, pos: int) -> tuple[ConsumerProtocolSubscriptionTopicPartition, int]:
-    o = _new(ConsumerProtocolSubscriptionTopicPartition)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(ConsumerProtocolSubscriptionTopicPartition)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -97,7 +98,7 @@ def _encode_ConsumerProtocolSubscriptionTopicPartition_v1(o: ConsumerProtocolSub
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=1)
-        out += _S0.pack(len(b_topic))
+        out += _S1.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
@@ -110,12 +111,12 @@ def _encode_ConsumerProtocolSubscriptionTopicPartition_v1(o: ConsumerProtocolSub
 
 
 def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
-    o = _new(ConsumerProtocolSubscription)
     blen = len(buf)
+    o = _new(ConsumerProtocolSubscription)
     o.owned_partitions = []
     o.generation_id = -1
     o.rack_id = None
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -125,19 +126,17 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: int) -> tuple[Consu
         lst_topics: list[str] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            n2, = _S0.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Topics')
             if n2 > 0x7FFF:
-                raise _invalid('string in Topics is too long')
+                raise _invalid('null element in Topics')
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
             app_topics(buf[pos:end].decode())
             pos = end
         o.topics = lst_topics
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.user_data = None
@@ -156,30 +155,30 @@ def _encode_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, out
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
             b_topics = e_topics.encode()
             if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=0)
-            out += _S0.pack(len(b_topics))
+            out += _S1.pack(len(b_topics))
             out += b_topics
     x_user_data = o.user_data
     if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_user_data = x_user_data
-        out += _S1.pack(len(b_user_data))
+        out += _S0.pack(len(b_user_data))
         out += b_user_data
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
-    o = _new(ConsumerProtocolSubscription)
     blen = len(buf)
+    o = _new(ConsumerProtocolSubscription)
     o.generation_id = -1
     o.rack_id = None
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -189,19 +188,17 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
         lst_topics: list[str] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            n2, = _S0.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Topics')
             if n2 > 0x7FFF:
-                raise _invalid('string in Topics is too long')
+                raise _invalid('null element in Topics')
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
             app_topics(buf[pos:end].decode())
             pos = end
         o.topics = lst_topics
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.user_data = None
@@ -211,7 +208,7 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
             raise _truncated('UserData')
         o.user_data = buf[pos:end]
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OwnedPartitions was null')
@@ -221,8 +218,31 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
         app_owned_partitions = lst_owned_partitions.append
         for _ in range(n):
-            x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
-            app_owned_partitions(x_owned_partitions)
+            e_owned_partitions = _new(ConsumerProtocolSubscriptionTopicPartition)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_owned_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_owned_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_owned_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_owned_partitions.unknown_tagged_fields = ()
+            app_owned_partitions(e_owned_partitions)
         o.owned_partitions = lst_owned_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -233,36 +253,52 @@ def _encode_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, out
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
             b_topics = e_topics.encode()
             if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=1)
-            out += _S0.pack(len(b_topics))
+            out += _S1.pack(len(b_topics))
             out += b_topics
     x_user_data = o.user_data
     if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_user_data = x_user_data
-        out += _S1.pack(len(b_user_data))
+        out += _S0.pack(len(b_user_data))
         out += b_user_data
     x_owned_partitions = o.owned_partitions
     if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=1)
     else:
-        out += _S1.pack(len(x_owned_partitions))
+        out += _S0.pack(len(x_owned_partitions))
         for e_owned_partitions in x_owned_partitions:
-            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, out)
+            x_owned_partitions_topic = e_owned_partitions.topic
+            if x_owned_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
+            else:
+                b_owned_partitions_topic = x_owned_partitions_topic.encode()
+                if len(b_owned_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=1)
+                out += _S1.pack(len(b_owned_partitions_topic))
+                out += b_owned_partitions_topic
+            x_owned_partitions_partitions = e_owned_partitions.partitions
+            if x_owned_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_owned_partitions_partitions = len(x_owned_partitions_partitions)
+                out += (_Ci32[k_owned_partitions_partitions] if k_owned_partitions_partitions < 64 else _Struct(f'>i{k_owned_partitions_partitions}i')).pack(k_owned_partitions_partitions, *x_owned_partitions_partitions)
+            if e_owned_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
-    o = _new(ConsumerProtocolSubscription)
     blen = len(buf)
+    o = _new(ConsumerProtocolSubscription)
     o.rack_id = None
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -272,19 +308,17 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
         lst_topics: list[str] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            n2, = _S0.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Topics')
             if n2 > 0x7FFF:
-                raise _invalid('string in Topics is too long')
+                raise _invalid('null element in Topics')
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
             app_topics(buf[pos:end].decode())
             pos = end
         o.topics = lst_topics
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.user_data = None
@@ -294,7 +328,7 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
             raise _truncated('UserData')
         o.user_data = buf[pos:end]
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OwnedPartitions was null')
@@ -304,10 +338,33 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
         app_owned_partitions = lst_owned_partitions.append
         for _ in range(n):
-            x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
-            app_owned_partitions(x_owned_partitions)
+            e_owned_partitions = _new(ConsumerProtocolSubscriptionTopicPartition)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_owned_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_owned_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_owned_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_owned_partitions.unknown_tagged_fields = ()
+            app_owned_partitions(e_owned_partitions)
         o.owned_partitions = lst_owned_partitions
-    o.generation_id, = _S1.unpack_from(buf, pos)
+    o.generation_id, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -318,36 +375,52 @@ def _encode_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, out
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
             b_topics = e_topics.encode()
             if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=2)
-            out += _S0.pack(len(b_topics))
+            out += _S1.pack(len(b_topics))
             out += b_topics
     x_user_data = o.user_data
     if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_user_data = x_user_data
-        out += _S1.pack(len(b_user_data))
+        out += _S0.pack(len(b_user_data))
         out += b_user_data
     x_owned_partitions = o.owned_partitions
     if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=2)
     else:
-        out += _S1.pack(len(x_owned_partitions))
+        out += _S0.pack(len(x_owned_partitions))
         for e_owned_partitions in x_owned_partitions:
-            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, out)
-    out += _S1.pack(o.generation_id)
+            x_owned_partitions_topic = e_owned_partitions.topic
+            if x_owned_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
+            else:
+                b_owned_partitions_topic = x_owned_partitions_topic.encode()
+                if len(b_owned_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=2)
+                out += _S1.pack(len(b_owned_partitions_topic))
+                out += b_owned_partitions_topic
+            x_owned_partitions_partitions = e_owned_partitions.partitions
+            if x_owned_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+            else:
+                k_owned_partitions_partitions = len(x_owned_partitions_partitions)
+                out += (_Ci32[k_owned_partitions_partitions] if k_owned_partitions_partitions < 64 else _Struct(f'>i{k_owned_partitions_partitions}i')).pack(k_owned_partitions_partitions, *x_owned_partitions_partitions)
+            if e_owned_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
+    out += _S0.pack(o.generation_id)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
-    o = _new(ConsumerProtocolSubscription)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(ConsumerProtocolSubscription)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -357,19 +430,17 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
         lst_topics: list[str] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            n2, = _S0.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Topics')
             if n2 > 0x7FFF:
-                raise _invalid('string in Topics is too long')
+                raise _invalid('null element in Topics')
             end = pos + n2
             if end > blen:
                 raise _truncated('Topics')
             app_topics(buf[pos:end].decode())
             pos = end
         o.topics = lst_topics
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.user_data = None
@@ -379,7 +450,7 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
             raise _truncated('UserData')
         o.user_data = buf[pos:end]
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OwnedPartitions was null')
@@ -389,8 +460,31 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
         app_owned_partitions = lst_owned_partitions.append
         for _ in range(n):
-            x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
-            app_owned_partitions(x_owned_partitions)
+            e_owned_partitions = _new(ConsumerProtocolSubscriptionTopicPartition)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_owned_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_owned_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_owned_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_owned_partitions.unknown_tagged_fields = ()
+            app_owned_partitions(e_owned_partitions)
         o.owned_partitions = lst_owned_partitions
     o.generation_id, n = _S2.unpack_from(buf, pos)
     pos += 6
@@ -413,28 +507,44 @@ def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, out
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
             b_topics = e_topics.encode()
             if len(b_topics) > 0x7FFF:
                 raise ValueOutOfRangeError('string in Topics is too long', version=3)
-            out += _S0.pack(len(b_topics))
+            out += _S1.pack(len(b_topics))
             out += b_topics
     x_user_data = o.user_data
     if x_user_data is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_user_data = x_user_data
-        out += _S1.pack(len(b_user_data))
+        out += _S0.pack(len(b_user_data))
         out += b_user_data
     x_owned_partitions = o.owned_partitions
     if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=3)
     else:
-        out += _S1.pack(len(x_owned_partitions))
+        out += _S0.pack(len(x_owned_partitions))
         for e_owned_partitions in x_owned_partitions:
-            _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, out)
-    out += _S1.pack(o.generation_id)
+            x_owned_partitions_topic = e_owned_partitions.topic
+            if x_owned_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=3)
+            else:
+                b_owned_partitions_topic = x_owned_partitions_topic.encode()
+                if len(b_owned_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=3)
+                out += _S1.pack(len(b_owned_partitions_topic))
+                out += b_owned_partitions_topic
+            x_owned_partitions_partitions = e_owned_partitions.partitions
+            if x_owned_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
+            else:
+                k_owned_partitions_partitions = len(x_owned_partitions_partitions)
+                out += (_Ci32[k_owned_partitions_partitions] if k_owned_partitions_partitions < 64 else _Struct(f'>i{k_owned_partitions_partitions}i')).pack(k_owned_partitions_partitions, *x_owned_partitions_partitions)
+            if e_owned_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
+    out += _S0.pack(o.generation_id)
     x_rack_id = o.rack_id
     if x_rack_id is None:
         out += b'\xff\xff'
@@ -442,7 +552,7 @@ def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, out
         b_rack_id = x_rack_id.encode()
         if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=3)
-        out += _S0.pack(len(b_rack_id))
+        out += _S1.pack(len(b_rack_id))
         out += b_rack_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')

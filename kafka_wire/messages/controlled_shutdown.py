@@ -92,8 +92,8 @@ def _encode_ControlledShutdownRequest_v2(o: ControlledShutdownRequest, out: byte
 
 
 def _decode_ControlledShutdownRequest_v3(buf: bytes, pos: int) -> tuple[ControlledShutdownRequest, int]:
-    o = _new(ControlledShutdownRequest)
     blen = len(buf)
+    o = _new(ControlledShutdownRequest)
     o.broker_id, o.broker_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -127,15 +127,13 @@ def _encode_ControlledShutdownRequest_v3(o: ControlledShutdownRequest, out: byte
 
 
 def _decode_ControlledShutdownResponseRemainingPartition_v0(buf: bytes, pos: int) -> tuple[ControlledShutdownResponseRemainingPartition, int]:
-    o = _new(ControlledShutdownResponseRemainingPartition)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(ControlledShutdownResponseRemainingPartition)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
@@ -163,8 +161,8 @@ def _encode_ControlledShutdownResponseRemainingPartition_v0(o: ControlledShutdow
 
 
 def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: int) -> tuple[ControlledShutdownResponseRemainingPartition, int]:
-    o = _new(ControlledShutdownResponseRemainingPartition)
     blen = len(buf)
+    o = _new(ControlledShutdownResponseRemainingPartition)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -227,8 +225,8 @@ def _encode_ControlledShutdownResponseRemainingPartition_v3(o: ControlledShutdow
 
 
 def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: int) -> tuple[ControlledShutdownResponse, int]:
-    o = _new(ControlledShutdownResponse)
     blen = len(buf)
+    o = _new(ControlledShutdownResponse)
     o.error_code, n = _S3.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -239,8 +237,21 @@ def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: int) -> tuple[Control
         lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
         app_remaining_partitions = lst_remaining_partitions.append
         for _ in range(n):
-            x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v0(buf, pos)
-            app_remaining_partitions(x_remaining_partitions)
+            e_remaining_partitions = _new(ControlledShutdownResponseRemainingPartition)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_remaining_partitions.topic_name = buf[pos:end].decode()
+                pos = end
+            e_remaining_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            e_remaining_partitions.unknown_tagged_fields = ()
+            app_remaining_partitions(e_remaining_partitions)
         o.remaining_partitions = lst_remaining_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -254,14 +265,25 @@ def _encode_ControlledShutdownResponse_v0(o: ControlledShutdownResponse, out: by
     else:
         out += _S0.pack(len(x_remaining_partitions))
         for e_remaining_partitions in x_remaining_partitions:
-            _encode_ControlledShutdownResponseRemainingPartition_v0(e_remaining_partitions, out)
+            x_remaining_partitions_topic_name = e_remaining_partitions.topic_name
+            if x_remaining_partitions_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_remaining_partitions_topic_name = x_remaining_partitions_topic_name.encode()
+                if len(b_remaining_partitions_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                out += _S2.pack(len(b_remaining_partitions_topic_name))
+                out += b_remaining_partitions_topic_name
+            out += _S0.pack(e_remaining_partitions.partition_index)
+            if e_remaining_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[ControlledShutdownResponse, int]:
-    o = _new(ControlledShutdownResponse)
     blen = len(buf)
+    o = _new(ControlledShutdownResponse)
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -278,8 +300,45 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
         lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
         app_remaining_partitions = lst_remaining_partitions.append
         for _ in range(n):
-            x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v3(buf, pos)
-            app_remaining_partitions(x_remaining_partitions)
+            e_remaining_partitions = _new(ControlledShutdownResponseRemainingPartition)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_remaining_partitions.topic_name = buf[pos:end].decode()
+                pos = end
+            e_remaining_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_remaining_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_remaining_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_remaining_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_remaining_partitions.unknown_tagged_fields = tuple(unknown_e_remaining_partitions)
+            app_remaining_partitions(e_remaining_partitions)
         o.remaining_partitions = lst_remaining_partitions
     n = buf[pos]
     if n < 0x80:
@@ -315,7 +374,24 @@ def _encode_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, out: by
         else:
             _write_uvarint(out, m)
         for e_remaining_partitions in x_remaining_partitions:
-            _encode_ControlledShutdownResponseRemainingPartition_v3(e_remaining_partitions, out)
+            x_remaining_partitions_topic_name = e_remaining_partitions.topic_name
+            if x_remaining_partitions_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
+            else:
+                b_remaining_partitions_topic_name = x_remaining_partitions_topic_name.encode()
+                if len(b_remaining_partitions_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=3)
+                m = len(b_remaining_partitions_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_remaining_partitions_topic_name
+            out += _S0.pack(e_remaining_partitions.partition_index)
+            if e_remaining_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_remaining_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

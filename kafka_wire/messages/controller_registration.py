@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -90,8 +99,8 @@ class ControllerRegistrationResponse(Message):
 
 
 def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tuple[ControllerRegistrationRequestListener, int]:
-    o = _new(ControllerRegistrationRequestListener)
     blen = len(buf)
+    o = _new(ControllerRegistrationRequestListener)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -183,8 +192,8 @@ def _encode_ControllerRegistrationRequestListener_v0(o: ControllerRegistrationRe
 
 
 def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tuple[ControllerRegistrationRequestFeature, int]:
-    o = _new(ControllerRegistrationRequestFeature)
     blen = len(buf)
+    o = _new(ControllerRegistrationRequestFeature)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -247,11 +256,11 @@ def _encode_ControllerRegistrationRequestFeature_v0(o: ControllerRegistrationReq
 
 
 def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[ControllerRegistrationRequest, int]:
-    o = _new(ControllerRegistrationRequest)
     blen = len(buf)
+    o = _new(ControllerRegistrationRequest)
     o.controller_id, u_incarnation_id_raw, o.zk_migration_ready = _S2.unpack_from(buf, pos)
     pos += 21
-    o.incarnation_id = UUID(bytes=u_incarnation_id_raw)
+    o.incarnation_id = ZERO_UUID if u_incarnation_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_incarnation_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -266,8 +275,61 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
         lst_listeners: list[ControllerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_ControllerRegistrationRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(ControllerRegistrationRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, e_listeners.security_protocol = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -283,8 +345,45 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
         lst_features: list[ControllerRegistrationRequestFeature] = []
         app_features = lst_features.append
         for _ in range(n):
-            x_features, pos = _decode_ControllerRegistrationRequestFeature_v0(buf, pos)
-            app_features(x_features)
+            e_features = _new(ControllerRegistrationRequestFeature)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_features.name = buf[pos:end].decode()
+                pos = end
+            e_features.min_supported_version, e_features.max_supported_version = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_features.unknown_tagged_fields = ()
+            else:
+                unknown_e_features = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_features.append((tag, buf[pos:end]))
+                        pos = end
+                e_features.unknown_tagged_fields = tuple(unknown_e_features)
+            app_features(e_features)
         o.features = lst_features
     n = buf[pos]
     if n < 0x80:
@@ -320,7 +419,37 @@ def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, o
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_ControllerRegistrationRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port, e_listeners.security_protocol)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_features = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
@@ -331,7 +460,24 @@ def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, o
         else:
             _write_uvarint(out, m)
         for e_features in x_features:
-            _encode_ControllerRegistrationRequestFeature_v0(e_features, out)
+            x_features_name = e_features.name
+            if x_features_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_features_name = x_features_name.encode()
+                if len(b_features_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_features_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_features_name
+            out += _S1.pack(e_features.min_supported_version, e_features.max_supported_version)
+            if e_features.unknown_tagged_fields:
+                _write_tagged(out, [], e_features.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -339,8 +485,8 @@ def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, o
 
 
 def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[ControllerRegistrationResponse, int]:
-    o = _new(ControllerRegistrationResponse)
     blen = len(buf)
+    o = _new(ControllerRegistrationResponse)
     o.throttle_time_ms, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

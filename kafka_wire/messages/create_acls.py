@@ -23,9 +23,9 @@ from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
 _S0 = _Struct('>bh')
-_S1 = _Struct('>h')
-_S2 = _Struct('>bb')
-_S3 = _Struct('>b')
+_S1 = _Struct('>bb')
+_S2 = _Struct('>b')
+_S3 = _Struct('>h')
 _S4 = _Struct('>i')
 _S5 = _Struct('>hh')
 _S6 = _Struct('>ii')
@@ -88,8 +88,8 @@ class CreateAclsResponse(Message):
 
 
 def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: int) -> tuple[CreateAclsRequestAclCreation, int]:
-    o = _new(CreateAclsRequestAclCreation)
     blen = len(buf)
+    o = _new(CreateAclsRequestAclCreation)
     o.resource_pattern_type = 3
     o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
@@ -103,31 +103,27 @@ def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: int) -> tuple[Creat
             raise _truncated('ResourceName')
         o.resource_name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Principal was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Principal is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
         o.principal = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Host was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Host is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -136,7 +132,7 @@ def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: int) -> tuple[Creat
 def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, out: bytearray) -> None:
     if o.resource_pattern_type != 3:
         raise FieldNotInVersionError('non-default ResourcePatternType cannot be written', version=0)
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
@@ -144,7 +140,7 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, out
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S1.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_principal = o.principal
     if x_principal is None:
@@ -153,7 +149,7 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, out
         b_principal = x_principal.encode()
         if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
-        out += _S1.pack(len(b_principal))
+        out += _S3.pack(len(b_principal))
         out += b_principal
     x_host = o.host
     if x_host is None:
@@ -162,16 +158,16 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, out
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S1.pack(len(b_host))
+        out += _S3.pack(len(b_host))
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: int) -> tuple[CreateAclsRequestAclCreation, int]:
-    o = _new(CreateAclsRequestAclCreation)
     blen = len(buf)
+    o = _new(CreateAclsRequestAclCreation)
     o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -196,26 +192,24 @@ def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: int) -> tuple[Creat
             raise _truncated('Principal')
         o.principal = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Host was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Host is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
@@ -223,9 +217,9 @@ def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, out
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S1.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
-    out += _S3.pack(o.resource_pattern_type)
+    out += _S2.pack(o.resource_pattern_type)
     x_principal = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
@@ -233,7 +227,7 @@ def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, out
         b_principal = x_principal.encode()
         if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=1)
-        out += _S1.pack(len(b_principal))
+        out += _S3.pack(len(b_principal))
         out += b_principal
     x_host = o.host
     if x_host is None:
@@ -242,17 +236,17 @@ def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, out
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S1.pack(len(b_host))
+        out += _S3.pack(len(b_host))
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[CreateAclsRequestAclCreation, int]:
-    o = _new(CreateAclsRequestAclCreation)
     blen = len(buf)
-    o.resource_type, = _S3.unpack_from(buf, pos)
+    o = _new(CreateAclsRequestAclCreation)
+    o.resource_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -270,7 +264,7 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[Creat
             raise _truncated('ResourceName')
         o.resource_name = buf[pos:end].decode()
         pos = end
-    o.resource_pattern_type, = _S3.unpack_from(buf, pos)
+    o.resource_pattern_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -304,7 +298,7 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[Creat
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -329,7 +323,7 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[Creat
 
 
 def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
@@ -343,7 +337,7 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, out
         else:
             _write_uvarint(out, m)
         out += b_resource_name
-    out += _S3.pack(o.resource_pattern_type)
+    out += _S2.pack(o.resource_pattern_type)
     x_principal = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
@@ -370,7 +364,7 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, out
         else:
             _write_uvarint(out, m)
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -378,8 +372,8 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, out
 
 
 def _decode_CreateAclsRequest_v0(buf: bytes, pos: int) -> tuple[CreateAclsRequest, int]:
-    o = _new(CreateAclsRequest)
     blen = len(buf)
+    o = _new(CreateAclsRequest)
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -390,8 +384,44 @@ def _decode_CreateAclsRequest_v0(buf: bytes, pos: int) -> tuple[CreateAclsReques
         lst_creations: list[CreateAclsRequestAclCreation] = []
         app_creations = lst_creations.append
         for _ in range(n):
-            x_creations, pos = _decode_CreateAclsRequestAclCreation_v0(buf, pos)
-            app_creations(x_creations)
+            e_creations = _new(CreateAclsRequestAclCreation)
+            e_creations.resource_pattern_type = 3
+            e_creations.resource_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_creations.resource_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_creations.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_creations.host = buf[pos:end].decode()
+                pos = end
+            e_creations.operation, e_creations.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_creations.unknown_tagged_fields = ()
+            app_creations(e_creations)
         o.creations = lst_creations
     o.unknown_tagged_fields = ()
     return o, pos
@@ -404,14 +434,46 @@ def _encode_CreateAclsRequest_v0(o: CreateAclsRequest, out: bytearray) -> None:
     else:
         out += _S4.pack(len(x_creations))
         for e_creations in x_creations:
-            _encode_CreateAclsRequestAclCreation_v0(e_creations, out)
+            if e_creations.resource_pattern_type != 3:
+                raise FieldNotInVersionError('non-default ResourcePatternType cannot be written', version=0)
+            out += _S2.pack(e_creations.resource_type)
+            x_creations_resource_name = e_creations.resource_name
+            if x_creations_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
+            else:
+                b_creations_resource_name = x_creations_resource_name.encode()
+                if len(b_creations_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
+                out += _S3.pack(len(b_creations_resource_name))
+                out += b_creations_resource_name
+            x_creations_principal = e_creations.principal
+            if x_creations_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
+            else:
+                b_creations_principal = x_creations_principal.encode()
+                if len(b_creations_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=0)
+                out += _S3.pack(len(b_creations_principal))
+                out += b_creations_principal
+            x_creations_host = e_creations.host
+            if x_creations_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_creations_host = x_creations_host.encode()
+                if len(b_creations_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                out += _S3.pack(len(b_creations_host))
+                out += b_creations_host
+            out += _S1.pack(e_creations.operation, e_creations.permission_type)
+            if e_creations.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateAclsRequest_v1(buf: bytes, pos: int) -> tuple[CreateAclsRequest, int]:
-    o = _new(CreateAclsRequest)
     blen = len(buf)
+    o = _new(CreateAclsRequest)
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -422,8 +484,45 @@ def _decode_CreateAclsRequest_v1(buf: bytes, pos: int) -> tuple[CreateAclsReques
         lst_creations: list[CreateAclsRequestAclCreation] = []
         app_creations = lst_creations.append
         for _ in range(n):
-            x_creations, pos = _decode_CreateAclsRequestAclCreation_v1(buf, pos)
-            app_creations(x_creations)
+            e_creations = _new(CreateAclsRequestAclCreation)
+            e_creations.resource_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_creations.resource_name = buf[pos:end].decode()
+                pos = end
+            e_creations.resource_pattern_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Principal is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_creations.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_creations.host = buf[pos:end].decode()
+                pos = end
+            e_creations.operation, e_creations.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_creations.unknown_tagged_fields = ()
+            app_creations(e_creations)
         o.creations = lst_creations
     o.unknown_tagged_fields = ()
     return o, pos
@@ -436,14 +535,45 @@ def _encode_CreateAclsRequest_v1(o: CreateAclsRequest, out: bytearray) -> None:
     else:
         out += _S4.pack(len(x_creations))
         for e_creations in x_creations:
-            _encode_CreateAclsRequestAclCreation_v1(e_creations, out)
+            out += _S2.pack(e_creations.resource_type)
+            x_creations_resource_name = e_creations.resource_name
+            if x_creations_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
+            else:
+                b_creations_resource_name = x_creations_resource_name.encode()
+                if len(b_creations_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
+                out += _S3.pack(len(b_creations_resource_name))
+                out += b_creations_resource_name
+            out += _S2.pack(e_creations.resource_pattern_type)
+            x_creations_principal = e_creations.principal
+            if x_creations_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
+            else:
+                b_creations_principal = x_creations_principal.encode()
+                if len(b_creations_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=1)
+                out += _S3.pack(len(b_creations_principal))
+                out += b_creations_principal
+            x_creations_host = e_creations.host
+            if x_creations_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_creations_host = x_creations_host.encode()
+                if len(b_creations_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                out += _S3.pack(len(b_creations_host))
+                out += b_creations_host
+            out += _S1.pack(e_creations.operation, e_creations.permission_type)
+            if e_creations.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsRequest, int]:
-    o = _new(CreateAclsRequest)
     blen = len(buf)
+    o = _new(CreateAclsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -458,8 +588,81 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
         lst_creations: list[CreateAclsRequestAclCreation] = []
         app_creations = lst_creations.append
         for _ in range(n):
-            x_creations, pos = _decode_CreateAclsRequestAclCreation_v2(buf, pos)
-            app_creations(x_creations)
+            e_creations = _new(CreateAclsRequestAclCreation)
+            e_creations.resource_type, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_creations.resource_name = buf[pos:end].decode()
+                pos = end
+            e_creations.resource_pattern_type, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Principal is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_creations.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_creations.host = buf[pos:end].decode()
+                pos = end
+            e_creations.operation, e_creations.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_creations.unknown_tagged_fields = ()
+            else:
+                unknown_e_creations = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_creations.append((tag, buf[pos:end]))
+                        pos = end
+                e_creations.unknown_tagged_fields = tuple(unknown_e_creations)
+            app_creations(e_creations)
         o.creations = lst_creations
     n = buf[pos]
     if n < 0x80:
@@ -494,7 +697,52 @@ def _encode_CreateAclsRequest_v2(o: CreateAclsRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_creations in x_creations:
-            _encode_CreateAclsRequestAclCreation_v2(e_creations, out)
+            out += _S2.pack(e_creations.resource_type)
+            x_creations_resource_name = e_creations.resource_name
+            if x_creations_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
+            else:
+                b_creations_resource_name = x_creations_resource_name.encode()
+                if len(b_creations_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
+                m = len(b_creations_resource_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_creations_resource_name
+            out += _S2.pack(e_creations.resource_pattern_type)
+            x_creations_principal = e_creations.principal
+            if x_creations_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
+            else:
+                b_creations_principal = x_creations_principal.encode()
+                if len(b_creations_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=2)
+                m = len(b_creations_principal) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_creations_principal
+            x_creations_host = e_creations.host
+            if x_creations_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_creations_host = x_creations_host.encode()
+                if len(b_creations_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_creations_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_creations_host
+            out += _S1.pack(e_creations.operation, e_creations.permission_type)
+            if e_creations.unknown_tagged_fields:
+                _write_tagged(out, [], e_creations.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -502,8 +750,8 @@ def _encode_CreateAclsRequest_v2(o: CreateAclsRequest, out: bytearray) -> None:
 
 
 def _decode_CreateAclsResponseAclCreationResult_v0(buf: bytes, pos: int) -> tuple[CreateAclsResponseAclCreationResult, int]:
-    o = _new(CreateAclsResponseAclCreationResult)
     blen = len(buf)
+    o = _new(CreateAclsResponseAclCreationResult)
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -521,7 +769,7 @@ def _decode_CreateAclsResponseAclCreationResult_v0(buf: bytes, pos: int) -> tupl
 
 
 def _encode_CreateAclsResponseAclCreationResult_v0(o: CreateAclsResponseAclCreationResult, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -529,16 +777,16 @@ def _encode_CreateAclsResponseAclCreationResult_v0(o: CreateAclsResponseAclCreat
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: int) -> tuple[CreateAclsResponseAclCreationResult, int]:
-    o = _new(CreateAclsResponseAclCreationResult)
     blen = len(buf)
-    o.error_code, = _S1.unpack_from(buf, pos)
+    o = _new(CreateAclsResponseAclCreationResult)
+    o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -579,7 +827,7 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: int) -> tupl
 
 
 def _encode_CreateAclsResponseAclCreationResult_v2(o: CreateAclsResponseAclCreationResult, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -600,8 +848,8 @@ def _encode_CreateAclsResponseAclCreationResult_v2(o: CreateAclsResponseAclCreat
 
 
 def _decode_CreateAclsResponse_v0(buf: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    o = _new(CreateAclsResponse)
     blen = len(buf)
+    o = _new(CreateAclsResponse)
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -612,8 +860,21 @@ def _decode_CreateAclsResponse_v0(buf: bytes, pos: int) -> tuple[CreateAclsRespo
         lst_results: list[CreateAclsResponseAclCreationResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_CreateAclsResponseAclCreationResult_v0(buf, pos)
-            app_results(x_results)
+            e_results = _new(CreateAclsResponseAclCreationResult)
+            e_results.error_code, n = _S5.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            e_results.unknown_tagged_fields = ()
+            app_results(e_results)
         o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
@@ -627,14 +888,25 @@ def _encode_CreateAclsResponse_v0(o: CreateAclsResponse, out: bytearray) -> None
     else:
         out += _S4.pack(len(x_results))
         for e_results in x_results:
-            _encode_CreateAclsResponseAclCreationResult_v0(e_results, out)
+            out += _S3.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                out += _S3.pack(len(b_results_error_message))
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsResponse, int]:
-    o = _new(CreateAclsResponse)
     blen = len(buf)
+    o = _new(CreateAclsResponse)
     o.throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -651,8 +923,45 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
         lst_results: list[CreateAclsResponseAclCreationResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_CreateAclsResponseAclCreationResult_v2(buf, pos)
-            app_results(x_results)
+            e_results = _new(CreateAclsResponseAclCreationResult)
+            e_results.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results.unknown_tagged_fields = ()
+            else:
+                unknown_e_results = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results.append((tag, buf[pos:end]))
+                        pos = end
+                e_results.unknown_tagged_fields = tuple(unknown_e_results)
+            app_results(e_results)
         o.results = lst_results
     n = buf[pos]
     if n < 0x80:
@@ -688,7 +997,24 @@ def _encode_CreateAclsResponse_v2(o: CreateAclsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            _encode_CreateAclsResponseAclCreationResult_v2(e_results, out)
+            out += _S3.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out.append(0)
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+                m = len(b_results_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -89,27 +89,23 @@ class CreateDelegationTokenResponse(Message):
 
 
 def _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf: bytes, pos: int) -> tuple[CreateDelegationTokenRequestCreatableRenewers, int]:
-    o = _new(CreateDelegationTokenRequestCreatableRenewers)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(CreateDelegationTokenRequestCreatableRenewers)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
         o.principal_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
@@ -143,8 +139,8 @@ def _encode_CreateDelegationTokenRequestCreatableRenewers_v0(o: CreateDelegation
 
 
 def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: int) -> tuple[CreateDelegationTokenRequestCreatableRenewers, int]:
-    o = _new(CreateDelegationTokenRequestCreatableRenewers)
     blen = len(buf)
+    o = _new(CreateDelegationTokenRequestCreatableRenewers)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -233,8 +229,8 @@ def _encode_CreateDelegationTokenRequestCreatableRenewers_v2(o: CreateDelegation
 
 
 def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    o = _new(CreateDelegationTokenRequest)
     blen = len(buf)
+    o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     n, = _S1.unpack_from(buf, pos)
@@ -247,8 +243,29 @@ def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Creat
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
         app_renewers = lst_renewers.append
         for _ in range(n):
-            x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf, pos)
-            app_renewers(x_renewers)
+            e_renewers = _new(CreateDelegationTokenRequestCreatableRenewers)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_renewers.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_renewers.principal_name = buf[pos:end].decode()
+                pos = end
+            e_renewers.unknown_tagged_fields = ()
+            app_renewers(e_renewers)
         o.renewers = lst_renewers
     o.max_lifetime_ms, = _S2.unpack_from(buf, pos)
     pos += 8
@@ -267,15 +284,34 @@ def _encode_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, out
     else:
         out += _S1.pack(len(x_renewers))
         for e_renewers in x_renewers:
-            _encode_CreateDelegationTokenRequestCreatableRenewers_v0(e_renewers, out)
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
+            else:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
+                out += _S0.pack(len(b_renewers_principal_type))
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
+            else:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
+                out += _S0.pack(len(b_renewers_principal_name))
+                out += b_renewers_principal_name
+            if e_renewers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     out += _S2.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    o = _new(CreateDelegationTokenRequest)
     blen = len(buf)
+    o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     n = buf[pos]
@@ -292,8 +328,59 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
         app_renewers = lst_renewers.append
         for _ in range(n):
-            x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
-            app_renewers(x_renewers)
+            e_renewers = _new(CreateDelegationTokenRequestCreatableRenewers)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_renewers.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_renewers.principal_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_renewers.unknown_tagged_fields = ()
+            else:
+                unknown_e_renewers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_renewers.append((tag, buf[pos:end]))
+                        pos = end
+                e_renewers.unknown_tagged_fields = tuple(unknown_e_renewers)
+            app_renewers(e_renewers)
         o.renewers = lst_renewers
     o.max_lifetime_ms, = _S2.unpack_from(buf, pos)
     pos += 8
@@ -334,7 +421,36 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, out
         else:
             _write_uvarint(out, m)
         for e_renewers in x_renewers:
-            _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e_renewers, out)
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
+            else:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
+                m = len(b_renewers_principal_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
+            else:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
+                m = len(b_renewers_principal_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_name
+            if e_renewers.unknown_tagged_fields:
+                _write_tagged(out, [], e_renewers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S2.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -343,8 +459,8 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, out
 
 
 def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    o = _new(CreateDelegationTokenRequest)
     blen = len(buf)
+    o = _new(CreateDelegationTokenRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -391,8 +507,59 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
         app_renewers = lst_renewers.append
         for _ in range(n):
-            x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
-            app_renewers(x_renewers)
+            e_renewers = _new(CreateDelegationTokenRequestCreatableRenewers)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_renewers.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_renewers.principal_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_renewers.unknown_tagged_fields = ()
+            else:
+                unknown_e_renewers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_renewers.append((tag, buf[pos:end]))
+                        pos = end
+                e_renewers.unknown_tagged_fields = tuple(unknown_e_renewers)
+            app_renewers(e_renewers)
         o.renewers = lst_renewers
     o.max_lifetime_ms, = _S2.unpack_from(buf, pos)
     pos += 8
@@ -455,7 +622,36 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, out
         else:
             _write_uvarint(out, m)
         for e_renewers in x_renewers:
-            _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e_renewers, out)
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
+            else:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=3)
+                m = len(b_renewers_principal_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
+            else:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=3)
+                m = len(b_renewers_principal_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_name
+            if e_renewers.unknown_tagged_fields:
+                _write_tagged(out, [], e_renewers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S2.pack(o.max_lifetime_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -464,8 +660,8 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, out
 
 
 def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
-    o = _new(CreateDelegationTokenResponse)
     blen = len(buf)
+    o = _new(CreateDelegationTokenResponse)
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     o.error_code, n = _S3.unpack_from(buf, pos)
@@ -480,13 +676,11 @@ def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[Crea
             raise _truncated('PrincipalType')
         o.principal_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
@@ -567,8 +761,8 @@ def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, o
 
 
 def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
-    o = _new(CreateDelegationTokenResponse)
     blen = len(buf)
+    o = _new(CreateDelegationTokenResponse)
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     o.error_code, = _S0.unpack_from(buf, pos)
@@ -726,8 +920,8 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, o
 
 
 def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
-    o = _new(CreateDelegationTokenResponse)
     blen = len(buf)
+    o = _new(CreateDelegationTokenResponse)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]

@@ -29,8 +29,8 @@ from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
 _S0 = _Struct('>i')
-_S1 = _Struct('>h')
-_S2 = _Struct('>ii')
+_S1 = _Struct('>ii')
+_S2 = _Struct('>h')
 _S3 = _Struct('>i?')
 _S4 = _Struct('>hh')
 _Ai32 = ARRAY_STRUCTS['i']
@@ -102,16 +102,19 @@ class CreatePartitionsResponse(Message):
 
 
 def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: int) -> tuple[CreatePartitionsRequestAssignment, int]:
-    o = _new(CreatePartitionsRequestAssignment)
     blen = len(buf)
+    o = _new(CreatePartitionsRequestAssignment)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field BrokerIds was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('BrokerIds')
+            o.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -129,8 +132,8 @@ def _encode_CreatePartitionsRequestAssignment_v0(o: CreatePartitionsRequestAssig
 
 
 def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[CreatePartitionsRequestAssignment, int]:
-    o = _new(CreatePartitionsRequestAssignment)
     blen = len(buf)
+    o = _new(CreatePartitionsRequestAssignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -140,9 +143,12 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field BrokerIds was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('BrokerIds')
+            o.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -185,21 +191,19 @@ def _encode_CreatePartitionsRequestAssignment_v2(o: CreatePartitionsRequestAssig
 
 
 def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: int) -> tuple[CreatePartitionsRequestTopic, int]:
-    o = _new(CreatePartitionsRequestTopic)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(CreatePartitionsRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    o.count, n = _S2.unpack_from(buf, pos)
+    o.count, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         o.assignments = None
@@ -209,8 +213,21 @@ def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: int) -> tuple[Creat
         lst_assignments: list[CreatePartitionsRequestAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v0(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(CreatePartitionsRequestAssignment)
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field BrokerIds was null')
+            else:
+                if n < 64:
+                    e_assignments.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('BrokerIds')
+                    e_assignments.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_assignments.unknown_tagged_fields = ()
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     o.unknown_tagged_fields = ()
     return o, pos
@@ -224,7 +241,7 @@ def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, out
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b_name))
+        out += _S2.pack(len(b_name))
         out += b_name
     out += _S0.pack(o.count)
     x_assignments = o.assignments
@@ -233,14 +250,21 @@ def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, out
     else:
         out += _S0.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            _encode_CreatePartitionsRequestAssignment_v0(e_assignments, out)
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
+                raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
+            else:
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                out += (_Ci32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>i{k_assignments_broker_ids}i')).pack(k_assignments_broker_ids, *x_assignments_broker_ids)
+            if e_assignments.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[CreatePartitionsRequestTopic, int]:
-    o = _new(CreatePartitionsRequestTopic)
     blen = len(buf)
+    o = _new(CreatePartitionsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -273,8 +297,43 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
         lst_assignments: list[CreatePartitionsRequestAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v2(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(CreatePartitionsRequestAssignment)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field BrokerIds was null')
+            else:
+                if n < 64:
+                    e_assignments.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('BrokerIds')
+                    e_assignments.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_assignments.unknown_tagged_fields = ()
+            else:
+                unknown_e_assignments = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_assignments.append((tag, buf[pos:end]))
+                        pos = end
+                e_assignments.unknown_tagged_fields = tuple(unknown_e_assignments)
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
@@ -323,7 +382,21 @@ def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, out
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            _encode_CreatePartitionsRequestAssignment_v2(e_assignments, out)
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
+                raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=2)
+            else:
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                m = k_assignments_broker_ids + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>{k_assignments_broker_ids}i')).pack(*x_assignments_broker_ids)
+            if e_assignments.unknown_tagged_fields:
+                _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -331,8 +404,8 @@ def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, out
 
 
 def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    o = _new(CreatePartitionsRequest)
     blen = len(buf)
+    o = _new(CreatePartitionsRequest)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -366,8 +439,8 @@ def _encode_CreatePartitionsRequest_v0(o: CreatePartitionsRequest, out: bytearra
 
 
 def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    o = _new(CreatePartitionsRequest)
     blen = len(buf)
+    o = _new(CreatePartitionsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -429,15 +502,13 @@ def _encode_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, out: bytearra
 
 
 def _decode_CreatePartitionsResponseTopicResult_v0(buf: bytes, pos: int) -> tuple[CreatePartitionsResponseTopicResult, int]:
-    o = _new(CreatePartitionsResponseTopicResult)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(CreatePartitionsResponseTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -467,9 +538,9 @@ def _encode_CreatePartitionsResponseTopicResult_v0(o: CreatePartitionsResponseTo
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b_name))
+        out += _S2.pack(len(b_name))
         out += b_name
-    out += _S1.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -477,15 +548,15 @@ def _encode_CreatePartitionsResponseTopicResult_v0(o: CreatePartitionsResponseTo
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b_error_message))
+        out += _S2.pack(len(b_error_message))
         out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[CreatePartitionsResponseTopicResult, int]:
-    o = _new(CreatePartitionsResponseTopicResult)
     blen = len(buf)
+    o = _new(CreatePartitionsResponseTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -502,7 +573,7 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: int) -> tupl
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    o.error_code, = _S1.unpack_from(buf, pos)
+    o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -556,7 +627,7 @@ def _encode_CreatePartitionsResponseTopicResult_v2(o: CreatePartitionsResponseTo
         else:
             _write_uvarint(out, m)
         out += b_name
-    out += _S1.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -577,9 +648,9 @@ def _encode_CreatePartitionsResponseTopicResult_v2(o: CreatePartitionsResponseTo
 
 
 def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    o = _new(CreatePartitionsResponse)
     blen = len(buf)
-    o.throttle_time_ms, n = _S2.unpack_from(buf, pos)
+    o = _new(CreatePartitionsResponse)
+    o.throttle_time_ms, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Results was null')
@@ -589,8 +660,31 @@ def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: int) -> tuple[CreatePar
         lst_results: list[CreatePartitionsResponseTopicResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_CreatePartitionsResponseTopicResult_v0(buf, pos)
-            app_results(x_results)
+            e_results = _new(CreatePartitionsResponseTopicResult)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_results.name = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, n = _S4.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            e_results.unknown_tagged_fields = ()
+            app_results(e_results)
         o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
@@ -604,14 +698,34 @@ def _encode_CreatePartitionsResponse_v0(o: CreatePartitionsResponse, out: bytear
     else:
         out += _S0.pack(len(x_results))
         for e_results in x_results:
-            _encode_CreatePartitionsResponseTopicResult_v0(e_results, out)
+            x_results_name = e_results.name
+            if x_results_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_results_name = x_results_name.encode()
+                if len(b_results_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S2.pack(len(b_results_name))
+                out += b_results_name
+            out += _S2.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                out += _S2.pack(len(b_results_error_message))
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    o = _new(CreatePartitionsResponse)
     blen = len(buf)
+    o = _new(CreatePartitionsResponse)
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -628,8 +742,61 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
         lst_results: list[CreatePartitionsResponseTopicResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_CreatePartitionsResponseTopicResult_v2(buf, pos)
-            app_results(x_results)
+            e_results = _new(CreatePartitionsResponseTopicResult)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_results.name = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results.unknown_tagged_fields = ()
+            else:
+                unknown_e_results = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results.append((tag, buf[pos:end]))
+                        pos = end
+                e_results.unknown_tagged_fields = tuple(unknown_e_results)
+            app_results(e_results)
         o.results = lst_results
     n = buf[pos]
     if n < 0x80:
@@ -665,7 +832,37 @@ def _encode_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, out: bytear
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            _encode_CreatePartitionsResponseTopicResult_v2(e_results, out)
+            x_results_name = e_results.name
+            if x_results_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_results_name = x_results_name.encode()
+                if len(b_results_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_results_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_name
+            out += _S2.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out.append(0)
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+                m = len(b_results_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

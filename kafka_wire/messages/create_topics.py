@@ -18,6 +18,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -26,6 +27,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -156,16 +158,19 @@ class CreateTopicsResponse(Message):
 
 
 def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRequestCreatableReplicaAssignment, int]:
-    o = _new(CreateTopicsRequestCreatableReplicaAssignment)
     blen = len(buf)
+    o = _new(CreateTopicsRequestCreatableReplicaAssignment)
     o.partition_index, n = _S0.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field BrokerIds was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('BrokerIds')
+            o.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -184,8 +189,8 @@ def _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(o: CreateTopicsRequ
 
 
 def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRequestCreatableReplicaAssignment, int]:
-    o = _new(CreateTopicsRequestCreatableReplicaAssignment)
     blen = len(buf)
+    o = _new(CreateTopicsRequestCreatableReplicaAssignment)
     o.partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -197,9 +202,12 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: in
     if n < 0:
         raise _invalid('non-nullable field BrokerIds was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('BrokerIds')
-        o.broker_ids = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('BrokerIds')
+            o.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -243,27 +251,23 @@ def _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(o: CreateTopicsRequ
 
 
 def _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRequestCreatableTopicConfig, int]:
-    o = _new(CreateTopicsRequestCreatableTopicConfig)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(CreateTopicsRequestCreatableTopicConfig)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.value = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
@@ -297,8 +301,8 @@ def _encode_CreateTopicsRequestCreatableTopicConfig_v0(o: CreateTopicsRequestCre
 
 
 def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRequestCreatableTopicConfig, int]:
-    o = _new(CreateTopicsRequestCreatableTopicConfig)
     blen = len(buf)
+    o = _new(CreateTopicsRequestCreatableTopicConfig)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -387,15 +391,13 @@ def _encode_CreateTopicsRequestCreatableTopicConfig_v5(o: CreateTopicsRequestCre
 
 
 def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRequestCreatableTopic, int]:
-    o = _new(CreateTopicsRequestCreatableTopic)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(CreateTopicsRequestCreatableTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -411,8 +413,21 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[
         lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(CreateTopicsRequestCreatableReplicaAssignment)
+            e_assignments.partition_index, n = _S0.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field BrokerIds was null')
+            else:
+                if n < 64:
+                    e_assignments.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('BrokerIds')
+                    e_assignments.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_assignments.unknown_tagged_fields = ()
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -424,8 +439,29 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[
         lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(CreateTopicsRequestCreatableTopicConfig)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_configs.value = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            e_configs.unknown_tagged_fields = ()
+            app_configs(e_configs)
         o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
@@ -448,21 +484,48 @@ def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatable
     else:
         out += _S1.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(e_assignments, out)
+            out += _S1.pack(e_assignments.partition_index)
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
+                raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
+            else:
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                out += (_Ci32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>i{k_assignments_broker_ids}i')).pack(k_assignments_broker_ids, *x_assignments_broker_ids)
+            if e_assignments.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_configs = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
         out += _S1.pack(len(x_configs))
         for e_configs in x_configs:
-            _encode_CreateTopicsRequestCreatableTopicConfig_v0(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S2.pack(len(b_configs_name))
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out += b'\xff\xff'
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                out += _S2.pack(len(b_configs_value))
+                out += b_configs_value
+            if e_configs.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRequestCreatableTopic, int]:
-    o = _new(CreateTopicsRequestCreatableTopic)
     blen = len(buf)
+    o = _new(CreateTopicsRequestCreatableTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -495,8 +558,45 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
         lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(CreateTopicsRequestCreatableReplicaAssignment)
+            e_assignments.partition_index, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field BrokerIds was null')
+            else:
+                if n < 64:
+                    e_assignments.broker_ids = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('BrokerIds')
+                    e_assignments.broker_ids = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_assignments.unknown_tagged_fields = ()
+            else:
+                unknown_e_assignments = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_assignments.append((tag, buf[pos:end]))
+                        pos = end
+                e_assignments.unknown_tagged_fields = tuple(unknown_e_assignments)
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
@@ -512,8 +612,59 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
         lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(CreateTopicsRequestCreatableTopicConfig)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_configs.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_configs.unknown_tagged_fields = tuple(unknown_e_configs)
+            app_configs(e_configs)
         o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
@@ -562,7 +713,22 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(e_assignments, out)
+            out += _S1.pack(e_assignments.partition_index)
+            x_assignments_broker_ids = e_assignments.broker_ids
+            if x_assignments_broker_ids is None:
+                raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=5)
+            else:
+                k_assignments_broker_ids = len(x_assignments_broker_ids)
+                m = k_assignments_broker_ids + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_assignments_broker_ids] if k_assignments_broker_ids < 64 else _Struct(f'>{k_assignments_broker_ids}i')).pack(*x_assignments_broker_ids)
+            if e_assignments.unknown_tagged_fields:
+                _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_configs = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=5)
@@ -573,7 +739,36 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            _encode_CreateTopicsRequestCreatableTopicConfig_v5(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=5)
+                m = len(b_configs_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out.append(0)
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=5)
+                m = len(b_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_value
+            if e_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -581,8 +776,8 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
 
 
 def _decode_CreateTopicsRequest_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
-    o = _new(CreateTopicsRequest)
     blen = len(buf)
+    o = _new(CreateTopicsRequest)
     o.validate_only = False
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -619,8 +814,8 @@ def _encode_CreateTopicsRequest_v0(o: CreateTopicsRequest, out: bytearray) -> No
 
 
 def _decode_CreateTopicsRequest_v1(buf: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
-    o = _new(CreateTopicsRequest)
     blen = len(buf)
+    o = _new(CreateTopicsRequest)
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -654,8 +849,8 @@ def _encode_CreateTopicsRequest_v1(o: CreateTopicsRequest, out: bytearray) -> No
 
 
 def _decode_CreateTopicsRequest_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRequest, int]:
-    o = _new(CreateTopicsRequest)
     blen = len(buf)
+    o = _new(CreateTopicsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -717,8 +912,8 @@ def _encode_CreateTopicsRequest_v5(o: CreateTopicsRequest, out: bytearray) -> No
 
 
 def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: int) -> tuple[CreateTopicsResponseCreatableTopicConfigs, int]:
-    o = _new(CreateTopicsResponseCreatableTopicConfigs)
     blen = len(buf)
+    o = _new(CreateTopicsResponseCreatableTopicConfigs)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -810,21 +1005,19 @@ def _encode_CreateTopicsResponseCreatableTopicConfigs_v5(o: CreateTopicsResponse
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v0(buf: bytes, pos: int) -> tuple[CreateTopicsResponseCreatableTopicResult, int]:
-    o = _new(CreateTopicsResponseCreatableTopicResult)
     blen = len(buf)
+    o = _new(CreateTopicsResponseCreatableTopicResult)
     o.topic_id = ZERO_UUID
     o.error_message = ''
     o.topic_config_error_code = 0
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -852,20 +1045,18 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v0(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v1(buf: bytes, pos: int) -> tuple[CreateTopicsResponseCreatableTopicResult, int]:
-    o = _new(CreateTopicsResponseCreatableTopicResult)
     blen = len(buf)
+    o = _new(CreateTopicsResponseCreatableTopicResult)
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -912,8 +1103,8 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v1(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) -> tuple[CreateTopicsResponseCreatableTopicResult, int]:
-    o = _new(CreateTopicsResponseCreatableTopicResult)
     blen = len(buf)
+    o = _new(CreateTopicsResponseCreatableTopicResult)
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
     n = buf[pos]
@@ -966,8 +1157,61 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
         lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(CreateTopicsResponseCreatableTopicConfigs)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_configs.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            e_configs.read_only, e_configs.config_source, e_configs.is_sensitive = _S6.unpack_from(buf, pos)
+            pos += 3
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_configs.unknown_tagged_fields = tuple(unknown_e_configs)
+            app_configs(e_configs)
         o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
@@ -1033,7 +1277,37 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=5)
+                m = len(b_configs_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out.append(0)
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=5)
+                m = len(b_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_value
+            out += _S6.pack(e_configs.read_only, e_configs.config_source, e_configs.is_sensitive)
+            if e_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1046,8 +1320,8 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) -> tuple[CreateTopicsResponseCreatableTopicResult, int]:
-    o = _new(CreateTopicsResponseCreatableTopicResult)
     blen = len(buf)
+    o = _new(CreateTopicsResponseCreatableTopicResult)
     o.topic_config_error_code = 0
     n = buf[pos]
     if n < 0x80:
@@ -1067,7 +1341,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
         pos = end
     u_topic_id_raw, o.error_code = _S8.unpack_from(buf, pos)
     pos += 18
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1100,8 +1374,61 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
         lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(CreateTopicsResponseCreatableTopicConfigs)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_configs.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            e_configs.read_only, e_configs.config_source, e_configs.is_sensitive = _S6.unpack_from(buf, pos)
+            pos += 3
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_configs.unknown_tagged_fields = tuple(unknown_e_configs)
+            app_configs(e_configs)
         o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
@@ -1167,7 +1494,37 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=7)
+                m = len(b_configs_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out.append(0)
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=7)
+                m = len(b_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_value
+            out += _S6.pack(e_configs.read_only, e_configs.config_source, e_configs.is_sensitive)
+            if e_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1180,8 +1537,8 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponse_v0(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    o = _new(CreateTopicsResponse)
     blen = len(buf)
+    o = _new(CreateTopicsResponse)
     o.throttle_time_ms = 0
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1193,8 +1550,27 @@ def _decode_CreateTopicsResponse_v0(buf: bytes, pos: int) -> tuple[CreateTopicsR
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(CreateTopicsResponseCreatableTopicResult)
+            e_topics.topic_id = ZERO_UUID
+            e_topics.error_message = ''
+            e_topics.topic_config_error_code = 0
+            e_topics.num_partitions = -1
+            e_topics.replication_factor = -1
+            e_topics.configs = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1207,14 +1583,25 @@ def _encode_CreateTopicsResponse_v0(o: CreateTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_CreateTopicsResponseCreatableTopicResult_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            out += _S2.pack(e_topics.error_code)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateTopicsResponse_v1(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    o = _new(CreateTopicsResponse)
     blen = len(buf)
+    o = _new(CreateTopicsResponse)
     o.throttle_time_ms = 0
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1226,8 +1613,36 @@ def _decode_CreateTopicsResponse_v1(buf: bytes, pos: int) -> tuple[CreateTopicsR
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(CreateTopicsResponseCreatableTopicResult)
+            e_topics.topic_id = ZERO_UUID
+            e_topics.topic_config_error_code = 0
+            e_topics.num_partitions = -1
+            e_topics.replication_factor = -1
+            e_topics.configs = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.error_code, n = _S7.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_topics.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_topics.error_message = buf[pos:end].decode()
+                pos = end
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1240,14 +1655,34 @@ def _encode_CreateTopicsResponse_v1(o: CreateTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_CreateTopicsResponseCreatableTopicResult_v1(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            out += _S2.pack(e_topics.error_code)
+            x_topics_error_message = e_topics.error_message
+            if x_topics_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_topics_error_message = x_topics_error_message.encode()
+                if len(b_topics_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+                out += _S2.pack(len(b_topics_error_message))
+                out += b_topics_error_message
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_CreateTopicsResponse_v2(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    o = _new(CreateTopicsResponse)
     blen = len(buf)
+    o = _new(CreateTopicsResponse)
     o.throttle_time_ms, n = _S0.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1258,8 +1693,36 @@ def _decode_CreateTopicsResponse_v2(buf: bytes, pos: int) -> tuple[CreateTopicsR
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(CreateTopicsResponseCreatableTopicResult)
+            e_topics.topic_id = ZERO_UUID
+            e_topics.topic_config_error_code = 0
+            e_topics.num_partitions = -1
+            e_topics.replication_factor = -1
+            e_topics.configs = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.error_code, n = _S7.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_topics.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_topics.error_message = buf[pos:end].decode()
+                pos = end
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1273,14 +1736,34 @@ def _encode_CreateTopicsResponse_v2(o: CreateTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_CreateTopicsResponseCreatableTopicResult_v1(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            out += _S2.pack(e_topics.error_code)
+            x_topics_error_message = e_topics.error_message
+            if x_topics_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_topics_error_message = x_topics_error_message.encode()
+                if len(b_topics_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+                out += _S2.pack(len(b_topics_error_message))
+                out += b_topics_error_message
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_CreateTopicsResponse_v5(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    o = _new(CreateTopicsResponse)
     blen = len(buf)
+    o = _new(CreateTopicsResponse)
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1342,8 +1825,8 @@ def _encode_CreateTopicsResponse_v5(o: CreateTopicsResponse, out: bytearray) -> 
 
 
 def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsResponse, int]:
-    o = _new(CreateTopicsResponse)
     blen = len(buf)
+    o = _new(CreateTopicsResponse)
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -37,8 +37,8 @@ class DefaultPrincipalData(Message):
 
 
 def _decode_DefaultPrincipalData_v0(buf: bytes, pos: int) -> tuple[DefaultPrincipalData, int]:
-    o = _new(DefaultPrincipalData)
     blen = len(buf)
+    o = _new(DefaultPrincipalData)
     n = buf[pos]
     if n < 0x80:
         pos += 1

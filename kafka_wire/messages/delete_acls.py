@@ -23,9 +23,9 @@ from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
 _S0 = _Struct('>bh')
-_S1 = _Struct('>h')
-_S2 = _Struct('>bb')
-_S3 = _Struct('>b')
+_S1 = _Struct('>bb')
+_S2 = _Struct('>b')
+_S3 = _Struct('>h')
 _S4 = _Struct('>i')
 _S5 = _Struct('>hh')
 _S6 = _Struct('>ii')
@@ -116,8 +116,8 @@ class DeleteAclsResponse(Message):
 
 
 def _decode_DeleteAclsRequestFilter_v0(buf: bytes, pos: int) -> tuple[DeleteAclsRequestFilter, int]:
-    o = _new(DeleteAclsRequestFilter)
     blen = len(buf)
+    o = _new(DeleteAclsRequestFilter)
     o.pattern_type_filter = 3
     o.resource_type_filter, n = _S0.unpack_from(buf, pos)
     pos += 3
@@ -131,31 +131,27 @@ def _decode_DeleteAclsRequestFilter_v0(buf: bytes, pos: int) -> tuple[DeleteAcls
             raise _truncated('ResourceNameFilter')
         o.resource_name_filter = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.principal_filter = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
         o.principal_filter = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.host_filter = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
         o.host_filter = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -164,7 +160,7 @@ def _decode_DeleteAclsRequestFilter_v0(buf: bytes, pos: int) -> tuple[DeleteAcls
 def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, out: bytearray) -> None:
     if o.pattern_type_filter != 3:
         raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
-    out += _S3.pack(o.resource_type_filter)
+    out += _S2.pack(o.resource_type_filter)
     x_resource_name_filter = o.resource_name_filter
     if x_resource_name_filter is None:
         out += b'\xff\xff'
@@ -172,7 +168,7 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, out: bytearra
         b_resource_name_filter = x_resource_name_filter.encode()
         if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
-        out += _S1.pack(len(b_resource_name_filter))
+        out += _S3.pack(len(b_resource_name_filter))
         out += b_resource_name_filter
     x_principal_filter = o.principal_filter
     if x_principal_filter is None:
@@ -181,7 +177,7 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, out: bytearra
         b_principal_filter = x_principal_filter.encode()
         if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
-        out += _S1.pack(len(b_principal_filter))
+        out += _S3.pack(len(b_principal_filter))
         out += b_principal_filter
     x_host_filter = o.host_filter
     if x_host_filter is None:
@@ -190,16 +186,16 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, out: bytearra
         b_host_filter = x_host_filter.encode()
         if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
-        out += _S1.pack(len(b_host_filter))
+        out += _S3.pack(len(b_host_filter))
         out += b_host_filter
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteAclsRequestFilter_v1(buf: bytes, pos: int) -> tuple[DeleteAclsRequestFilter, int]:
-    o = _new(DeleteAclsRequestFilter)
     blen = len(buf)
+    o = _new(DeleteAclsRequestFilter)
     o.resource_type_filter, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -224,26 +220,24 @@ def _decode_DeleteAclsRequestFilter_v1(buf: bytes, pos: int) -> tuple[DeleteAcls
             raise _truncated('PrincipalFilter')
         o.principal_filter = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.host_filter = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
         o.host_filter = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type_filter)
+    out += _S2.pack(o.resource_type_filter)
     x_resource_name_filter = o.resource_name_filter
     if x_resource_name_filter is None:
         out += b'\xff\xff'
@@ -251,9 +245,9 @@ def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, out: bytearra
         b_resource_name_filter = x_resource_name_filter.encode()
         if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
-        out += _S1.pack(len(b_resource_name_filter))
+        out += _S3.pack(len(b_resource_name_filter))
         out += b_resource_name_filter
-    out += _S3.pack(o.pattern_type_filter)
+    out += _S2.pack(o.pattern_type_filter)
     x_principal_filter = o.principal_filter
     if x_principal_filter is None:
         out += b'\xff\xff'
@@ -261,7 +255,7 @@ def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, out: bytearra
         b_principal_filter = x_principal_filter.encode()
         if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
-        out += _S1.pack(len(b_principal_filter))
+        out += _S3.pack(len(b_principal_filter))
         out += b_principal_filter
     x_host_filter = o.host_filter
     if x_host_filter is None:
@@ -270,17 +264,17 @@ def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, out: bytearra
         b_host_filter = x_host_filter.encode()
         if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
-        out += _S1.pack(len(b_host_filter))
+        out += _S3.pack(len(b_host_filter))
         out += b_host_filter
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRequestFilter, int]:
-    o = _new(DeleteAclsRequestFilter)
     blen = len(buf)
-    o.resource_type_filter, = _S3.unpack_from(buf, pos)
+    o = _new(DeleteAclsRequestFilter)
+    o.resource_type_filter, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -298,7 +292,7 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAcls
             raise _truncated('ResourceNameFilter')
         o.resource_name_filter = buf[pos:end].decode()
         pos = end
-    o.pattern_type_filter, = _S3.unpack_from(buf, pos)
+    o.pattern_type_filter, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -332,7 +326,7 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAcls
             raise _truncated('HostFilter')
         o.host_filter = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -357,7 +351,7 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAcls
 
 
 def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type_filter)
+    out += _S2.pack(o.resource_type_filter)
     x_resource_name_filter = o.resource_name_filter
     if x_resource_name_filter is None:
         out.append(0)
@@ -371,7 +365,7 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, out: bytearra
         else:
             _write_uvarint(out, m)
         out += b_resource_name_filter
-    out += _S3.pack(o.pattern_type_filter)
+    out += _S2.pack(o.pattern_type_filter)
     x_principal_filter = o.principal_filter
     if x_principal_filter is None:
         out.append(0)
@@ -398,7 +392,7 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, out: bytearra
         else:
             _write_uvarint(out, m)
         out += b_host_filter
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -406,8 +400,8 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, out: bytearra
 
 
 def _decode_DeleteAclsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteAclsRequest, int]:
-    o = _new(DeleteAclsRequest)
     blen = len(buf)
+    o = _new(DeleteAclsRequest)
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -418,8 +412,44 @@ def _decode_DeleteAclsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteAclsReques
         lst_filters: list[DeleteAclsRequestFilter] = []
         app_filters = lst_filters.append
         for _ in range(n):
-            x_filters, pos = _decode_DeleteAclsRequestFilter_v0(buf, pos)
-            app_filters(x_filters)
+            e_filters = _new(DeleteAclsRequestFilter)
+            e_filters.pattern_type_filter = 3
+            e_filters.resource_type_filter, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                e_filters.resource_name_filter = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceNameFilter is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceNameFilter')
+                e_filters.resource_name_filter = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_filters.principal_filter = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalFilter')
+                e_filters.principal_filter = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_filters.host_filter = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostFilter')
+                e_filters.host_filter = buf[pos:end].decode()
+                pos = end
+            e_filters.operation, e_filters.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_filters.unknown_tagged_fields = ()
+            app_filters(e_filters)
         o.filters = lst_filters
     o.unknown_tagged_fields = ()
     return o, pos
@@ -432,14 +462,46 @@ def _encode_DeleteAclsRequest_v0(o: DeleteAclsRequest, out: bytearray) -> None:
     else:
         out += _S4.pack(len(x_filters))
         for e_filters in x_filters:
-            _encode_DeleteAclsRequestFilter_v0(e_filters, out)
+            if e_filters.pattern_type_filter != 3:
+                raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
+            out += _S2.pack(e_filters.resource_type_filter)
+            x_filters_resource_name_filter = e_filters.resource_name_filter
+            if x_filters_resource_name_filter is None:
+                out += b'\xff\xff'
+            else:
+                b_filters_resource_name_filter = x_filters_resource_name_filter.encode()
+                if len(b_filters_resource_name_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
+                out += _S3.pack(len(b_filters_resource_name_filter))
+                out += b_filters_resource_name_filter
+            x_filters_principal_filter = e_filters.principal_filter
+            if x_filters_principal_filter is None:
+                out += b'\xff\xff'
+            else:
+                b_filters_principal_filter = x_filters_principal_filter.encode()
+                if len(b_filters_principal_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
+                out += _S3.pack(len(b_filters_principal_filter))
+                out += b_filters_principal_filter
+            x_filters_host_filter = e_filters.host_filter
+            if x_filters_host_filter is None:
+                out += b'\xff\xff'
+            else:
+                b_filters_host_filter = x_filters_host_filter.encode()
+                if len(b_filters_host_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
+                out += _S3.pack(len(b_filters_host_filter))
+                out += b_filters_host_filter
+            out += _S1.pack(e_filters.operation, e_filters.permission_type)
+            if e_filters.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteAclsRequest_v1(buf: bytes, pos: int) -> tuple[DeleteAclsRequest, int]:
-    o = _new(DeleteAclsRequest)
     blen = len(buf)
+    o = _new(DeleteAclsRequest)
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -450,8 +512,45 @@ def _decode_DeleteAclsRequest_v1(buf: bytes, pos: int) -> tuple[DeleteAclsReques
         lst_filters: list[DeleteAclsRequestFilter] = []
         app_filters = lst_filters.append
         for _ in range(n):
-            x_filters, pos = _decode_DeleteAclsRequestFilter_v1(buf, pos)
-            app_filters(x_filters)
+            e_filters = _new(DeleteAclsRequestFilter)
+            e_filters.resource_type_filter, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                e_filters.resource_name_filter = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceNameFilter is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceNameFilter')
+                e_filters.resource_name_filter = buf[pos:end].decode()
+                pos = end
+            e_filters.pattern_type_filter, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                e_filters.principal_filter = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalFilter is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalFilter')
+                e_filters.principal_filter = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_filters.host_filter = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostFilter')
+                e_filters.host_filter = buf[pos:end].decode()
+                pos = end
+            e_filters.operation, e_filters.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_filters.unknown_tagged_fields = ()
+            app_filters(e_filters)
         o.filters = lst_filters
     o.unknown_tagged_fields = ()
     return o, pos
@@ -464,14 +563,45 @@ def _encode_DeleteAclsRequest_v1(o: DeleteAclsRequest, out: bytearray) -> None:
     else:
         out += _S4.pack(len(x_filters))
         for e_filters in x_filters:
-            _encode_DeleteAclsRequestFilter_v1(e_filters, out)
+            out += _S2.pack(e_filters.resource_type_filter)
+            x_filters_resource_name_filter = e_filters.resource_name_filter
+            if x_filters_resource_name_filter is None:
+                out += b'\xff\xff'
+            else:
+                b_filters_resource_name_filter = x_filters_resource_name_filter.encode()
+                if len(b_filters_resource_name_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
+                out += _S3.pack(len(b_filters_resource_name_filter))
+                out += b_filters_resource_name_filter
+            out += _S2.pack(e_filters.pattern_type_filter)
+            x_filters_principal_filter = e_filters.principal_filter
+            if x_filters_principal_filter is None:
+                out += b'\xff\xff'
+            else:
+                b_filters_principal_filter = x_filters_principal_filter.encode()
+                if len(b_filters_principal_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
+                out += _S3.pack(len(b_filters_principal_filter))
+                out += b_filters_principal_filter
+            x_filters_host_filter = e_filters.host_filter
+            if x_filters_host_filter is None:
+                out += b'\xff\xff'
+            else:
+                b_filters_host_filter = x_filters_host_filter.encode()
+                if len(b_filters_host_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
+                out += _S3.pack(len(b_filters_host_filter))
+                out += b_filters_host_filter
+            out += _S1.pack(e_filters.operation, e_filters.permission_type)
+            if e_filters.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRequest, int]:
-    o = _new(DeleteAclsRequest)
     blen = len(buf)
+    o = _new(DeleteAclsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -486,8 +616,81 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
         lst_filters: list[DeleteAclsRequestFilter] = []
         app_filters = lst_filters.append
         for _ in range(n):
-            x_filters, pos = _decode_DeleteAclsRequestFilter_v2(buf, pos)
-            app_filters(x_filters)
+            e_filters = _new(DeleteAclsRequestFilter)
+            e_filters.resource_type_filter, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_filters.resource_name_filter = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceNameFilter is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceNameFilter')
+                e_filters.resource_name_filter = buf[pos:end].decode()
+                pos = end
+            e_filters.pattern_type_filter, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_filters.principal_filter = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalFilter is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalFilter')
+                e_filters.principal_filter = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_filters.host_filter = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostFilter is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostFilter')
+                e_filters.host_filter = buf[pos:end].decode()
+                pos = end
+            e_filters.operation, e_filters.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_filters.unknown_tagged_fields = ()
+            else:
+                unknown_e_filters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_filters.append((tag, buf[pos:end]))
+                        pos = end
+                e_filters.unknown_tagged_fields = tuple(unknown_e_filters)
+            app_filters(e_filters)
         o.filters = lst_filters
     n = buf[pos]
     if n < 0x80:
@@ -522,7 +725,52 @@ def _encode_DeleteAclsRequest_v2(o: DeleteAclsRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_filters in x_filters:
-            _encode_DeleteAclsRequestFilter_v2(e_filters, out)
+            out += _S2.pack(e_filters.resource_type_filter)
+            x_filters_resource_name_filter = e_filters.resource_name_filter
+            if x_filters_resource_name_filter is None:
+                out.append(0)
+            else:
+                b_filters_resource_name_filter = x_filters_resource_name_filter.encode()
+                if len(b_filters_resource_name_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=2)
+                m = len(b_filters_resource_name_filter) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_filters_resource_name_filter
+            out += _S2.pack(e_filters.pattern_type_filter)
+            x_filters_principal_filter = e_filters.principal_filter
+            if x_filters_principal_filter is None:
+                out.append(0)
+            else:
+                b_filters_principal_filter = x_filters_principal_filter.encode()
+                if len(b_filters_principal_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=2)
+                m = len(b_filters_principal_filter) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_filters_principal_filter
+            x_filters_host_filter = e_filters.host_filter
+            if x_filters_host_filter is None:
+                out.append(0)
+            else:
+                b_filters_host_filter = x_filters_host_filter.encode()
+                if len(b_filters_host_filter) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostFilter is too long', version=2)
+                m = len(b_filters_host_filter) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_filters_host_filter
+            out += _S1.pack(e_filters.operation, e_filters.permission_type)
+            if e_filters.unknown_tagged_fields:
+                _write_tagged(out, [], e_filters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -530,8 +778,8 @@ def _encode_DeleteAclsRequest_v2(o: DeleteAclsRequest, out: bytearray) -> None:
 
 
 def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: int) -> tuple[DeleteAclsResponseMatchingAcl, int]:
-    o = _new(DeleteAclsResponseMatchingAcl)
     blen = len(buf)
+    o = _new(DeleteAclsResponseMatchingAcl)
     o.pattern_type = 3
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
@@ -557,31 +805,27 @@ def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: int) -> tuple[Dele
             raise _truncated('ResourceName')
         o.resource_name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Principal was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Principal is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
         o.principal = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Host was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Host is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -590,7 +834,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: int) -> tuple[Dele
 def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, out: bytearray) -> None:
     if o.pattern_type != 3:
         raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -598,9 +842,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, o
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
@@ -608,7 +852,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, o
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S1.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_principal = o.principal
     if x_principal is None:
@@ -617,7 +861,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, o
         b_principal = x_principal.encode()
         if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
-        out += _S1.pack(len(b_principal))
+        out += _S3.pack(len(b_principal))
         out += b_principal
     x_host = o.host
     if x_host is None:
@@ -626,16 +870,16 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, o
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S1.pack(len(b_host))
+        out += _S3.pack(len(b_host))
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: int) -> tuple[DeleteAclsResponseMatchingAcl, int]:
-    o = _new(DeleteAclsResponseMatchingAcl)
     blen = len(buf)
+    o = _new(DeleteAclsResponseMatchingAcl)
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -672,26 +916,24 @@ def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: int) -> tuple[Dele
             raise _truncated('Principal')
         o.principal = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Host was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Host is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -699,9 +941,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, o
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
@@ -709,9 +951,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, o
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S1.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
-    out += _S3.pack(o.pattern_type)
+    out += _S2.pack(o.pattern_type)
     x_principal = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
@@ -719,7 +961,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, o
         b_principal = x_principal.encode()
         if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=1)
-        out += _S1.pack(len(b_principal))
+        out += _S3.pack(len(b_principal))
         out += b_principal
     x_host = o.host
     if x_host is None:
@@ -728,17 +970,17 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, o
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S1.pack(len(b_host))
+        out += _S3.pack(len(b_host))
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[DeleteAclsResponseMatchingAcl, int]:
-    o = _new(DeleteAclsResponseMatchingAcl)
     blen = len(buf)
-    o.error_code, = _S1.unpack_from(buf, pos)
+    o = _new(DeleteAclsResponseMatchingAcl)
+    o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -756,7 +998,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
             raise _truncated('ErrorMessage')
         o.error_message = buf[pos:end].decode()
         pos = end
-    o.resource_type, = _S3.unpack_from(buf, pos)
+    o.resource_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -774,7 +1016,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
             raise _truncated('ResourceName')
         o.resource_name = buf[pos:end].decode()
         pos = end
-    o.pattern_type, = _S3.unpack_from(buf, pos)
+    o.pattern_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -808,7 +1050,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -833,7 +1075,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
 
 
 def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -847,7 +1089,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, o
         else:
             _write_uvarint(out, m)
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
@@ -861,7 +1103,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, o
         else:
             _write_uvarint(out, m)
         out += b_resource_name
-    out += _S3.pack(o.pattern_type)
+    out += _S2.pack(o.pattern_type)
     x_principal = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
@@ -888,7 +1130,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, o
         else:
             _write_uvarint(out, m)
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -896,8 +1138,8 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, o
 
 
 def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: int) -> tuple[DeleteAclsResponseFilterResult, int]:
-    o = _new(DeleteAclsResponseFilterResult)
     blen = len(buf)
+    o = _new(DeleteAclsResponseFilterResult)
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -920,15 +1162,63 @@ def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: int) -> tuple[Del
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
         app_matching_acls = lst_matching_acls.append
         for _ in range(n):
-            x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v0(buf, pos)
-            app_matching_acls(x_matching_acls)
+            e_matching_acls = _new(DeleteAclsResponseMatchingAcl)
+            e_matching_acls.pattern_type = 3
+            e_matching_acls.error_code, n = _S5.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_matching_acls.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_matching_acls.error_message = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.resource_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_matching_acls.resource_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_matching_acls.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_matching_acls.host = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.operation, e_matching_acls.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_matching_acls.unknown_tagged_fields = ()
+            app_matching_acls(e_matching_acls)
         o.matching_acls = lst_matching_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -936,7 +1226,7 @@ def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult,
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
     x_matching_acls = o.matching_acls
     if x_matching_acls is None:
@@ -944,14 +1234,56 @@ def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult,
     else:
         out += _S4.pack(len(x_matching_acls))
         for e_matching_acls in x_matching_acls:
-            _encode_DeleteAclsResponseMatchingAcl_v0(e_matching_acls, out)
+            if e_matching_acls.pattern_type != 3:
+                raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
+            out += _S3.pack(e_matching_acls.error_code)
+            x_matching_acls_error_message = e_matching_acls.error_message
+            if x_matching_acls_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_matching_acls_error_message = x_matching_acls_error_message.encode()
+                if len(b_matching_acls_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                out += _S3.pack(len(b_matching_acls_error_message))
+                out += b_matching_acls_error_message
+            out += _S2.pack(e_matching_acls.resource_type)
+            x_matching_acls_resource_name = e_matching_acls.resource_name
+            if x_matching_acls_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
+            else:
+                b_matching_acls_resource_name = x_matching_acls_resource_name.encode()
+                if len(b_matching_acls_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
+                out += _S3.pack(len(b_matching_acls_resource_name))
+                out += b_matching_acls_resource_name
+            x_matching_acls_principal = e_matching_acls.principal
+            if x_matching_acls_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
+            else:
+                b_matching_acls_principal = x_matching_acls_principal.encode()
+                if len(b_matching_acls_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=0)
+                out += _S3.pack(len(b_matching_acls_principal))
+                out += b_matching_acls_principal
+            x_matching_acls_host = e_matching_acls.host
+            if x_matching_acls_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_matching_acls_host = x_matching_acls_host.encode()
+                if len(b_matching_acls_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                out += _S3.pack(len(b_matching_acls_host))
+                out += b_matching_acls_host
+            out += _S1.pack(e_matching_acls.operation, e_matching_acls.permission_type)
+            if e_matching_acls.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: int) -> tuple[DeleteAclsResponseFilterResult, int]:
-    o = _new(DeleteAclsResponseFilterResult)
     blen = len(buf)
+    o = _new(DeleteAclsResponseFilterResult)
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -974,15 +1306,64 @@ def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: int) -> tuple[Del
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
         app_matching_acls = lst_matching_acls.append
         for _ in range(n):
-            x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v1(buf, pos)
-            app_matching_acls(x_matching_acls)
+            e_matching_acls = _new(DeleteAclsResponseMatchingAcl)
+            e_matching_acls.error_code, n = _S5.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_matching_acls.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_matching_acls.error_message = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.resource_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_matching_acls.resource_name = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.pattern_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Principal is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_matching_acls.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_matching_acls.host = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.operation, e_matching_acls.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_matching_acls.unknown_tagged_fields = ()
+            app_matching_acls(e_matching_acls)
         o.matching_acls = lst_matching_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -990,7 +1371,7 @@ def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult,
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
     x_matching_acls = o.matching_acls
     if x_matching_acls is None:
@@ -998,15 +1379,56 @@ def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult,
     else:
         out += _S4.pack(len(x_matching_acls))
         for e_matching_acls in x_matching_acls:
-            _encode_DeleteAclsResponseMatchingAcl_v1(e_matching_acls, out)
+            out += _S3.pack(e_matching_acls.error_code)
+            x_matching_acls_error_message = e_matching_acls.error_message
+            if x_matching_acls_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_matching_acls_error_message = x_matching_acls_error_message.encode()
+                if len(b_matching_acls_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+                out += _S3.pack(len(b_matching_acls_error_message))
+                out += b_matching_acls_error_message
+            out += _S2.pack(e_matching_acls.resource_type)
+            x_matching_acls_resource_name = e_matching_acls.resource_name
+            if x_matching_acls_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
+            else:
+                b_matching_acls_resource_name = x_matching_acls_resource_name.encode()
+                if len(b_matching_acls_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
+                out += _S3.pack(len(b_matching_acls_resource_name))
+                out += b_matching_acls_resource_name
+            out += _S2.pack(e_matching_acls.pattern_type)
+            x_matching_acls_principal = e_matching_acls.principal
+            if x_matching_acls_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
+            else:
+                b_matching_acls_principal = x_matching_acls_principal.encode()
+                if len(b_matching_acls_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=1)
+                out += _S3.pack(len(b_matching_acls_principal))
+                out += b_matching_acls_principal
+            x_matching_acls_host = e_matching_acls.host
+            if x_matching_acls_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_matching_acls_host = x_matching_acls_host.encode()
+                if len(b_matching_acls_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                out += _S3.pack(len(b_matching_acls_host))
+                out += b_matching_acls_host
+            out += _S1.pack(e_matching_acls.operation, e_matching_acls.permission_type)
+            if e_matching_acls.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[DeleteAclsResponseFilterResult, int]:
-    o = _new(DeleteAclsResponseFilterResult)
     blen = len(buf)
-    o.error_code, = _S1.unpack_from(buf, pos)
+    o = _new(DeleteAclsResponseFilterResult)
+    o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1038,8 +1460,99 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
         app_matching_acls = lst_matching_acls.append
         for _ in range(n):
-            x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v2(buf, pos)
-            app_matching_acls(x_matching_acls)
+            e_matching_acls = _new(DeleteAclsResponseMatchingAcl)
+            e_matching_acls.error_code, = _S3.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_matching_acls.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_matching_acls.error_message = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.resource_type, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_matching_acls.resource_name = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.pattern_type, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Principal is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_matching_acls.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_matching_acls.host = buf[pos:end].decode()
+                pos = end
+            e_matching_acls.operation, e_matching_acls.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_matching_acls.unknown_tagged_fields = ()
+            else:
+                unknown_e_matching_acls = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_matching_acls.append((tag, buf[pos:end]))
+                        pos = end
+                e_matching_acls.unknown_tagged_fields = tuple(unknown_e_matching_acls)
+            app_matching_acls(e_matching_acls)
         o.matching_acls = lst_matching_acls
     n = buf[pos]
     if n < 0x80:
@@ -1064,7 +1577,7 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
 
 
 def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -1088,7 +1601,66 @@ def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult,
         else:
             _write_uvarint(out, m)
         for e_matching_acls in x_matching_acls:
-            _encode_DeleteAclsResponseMatchingAcl_v2(e_matching_acls, out)
+            out += _S3.pack(e_matching_acls.error_code)
+            x_matching_acls_error_message = e_matching_acls.error_message
+            if x_matching_acls_error_message is None:
+                out.append(0)
+            else:
+                b_matching_acls_error_message = x_matching_acls_error_message.encode()
+                if len(b_matching_acls_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+                m = len(b_matching_acls_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_matching_acls_error_message
+            out += _S2.pack(e_matching_acls.resource_type)
+            x_matching_acls_resource_name = e_matching_acls.resource_name
+            if x_matching_acls_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
+            else:
+                b_matching_acls_resource_name = x_matching_acls_resource_name.encode()
+                if len(b_matching_acls_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=2)
+                m = len(b_matching_acls_resource_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_matching_acls_resource_name
+            out += _S2.pack(e_matching_acls.pattern_type)
+            x_matching_acls_principal = e_matching_acls.principal
+            if x_matching_acls_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
+            else:
+                b_matching_acls_principal = x_matching_acls_principal.encode()
+                if len(b_matching_acls_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=2)
+                m = len(b_matching_acls_principal) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_matching_acls_principal
+            x_matching_acls_host = e_matching_acls.host
+            if x_matching_acls_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_matching_acls_host = x_matching_acls_host.encode()
+                if len(b_matching_acls_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_matching_acls_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_matching_acls_host
+            out += _S1.pack(e_matching_acls.operation, e_matching_acls.permission_type)
+            if e_matching_acls.unknown_tagged_fields:
+                _write_tagged(out, [], e_matching_acls.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1096,8 +1668,8 @@ def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult,
 
 
 def _decode_DeleteAclsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    o = _new(DeleteAclsResponse)
     blen = len(buf)
+    o = _new(DeleteAclsResponse)
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1129,8 +1701,8 @@ def _encode_DeleteAclsResponse_v0(o: DeleteAclsResponse, out: bytearray) -> None
 
 
 def _decode_DeleteAclsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    o = _new(DeleteAclsResponse)
     blen = len(buf)
+    o = _new(DeleteAclsResponse)
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1162,8 +1734,8 @@ def _encode_DeleteAclsResponse_v1(o: DeleteAclsResponse, out: bytearray) -> None
 
 
 def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsResponse, int]:
-    o = _new(DeleteAclsResponse)
     blen = len(buf)
+    o = _new(DeleteAclsResponse)
     o.throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

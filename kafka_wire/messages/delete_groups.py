@@ -62,8 +62,8 @@ class DeleteGroupsResponse(Message):
 
 
 def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsRequest, int]:
-    o = _new(DeleteGroupsRequest)
     blen = len(buf)
+    o = _new(DeleteGroupsRequest)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -74,12 +74,10 @@ def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
         lst_groups_names: list[str] = []
         app_groups_names = lst_groups_names.append
         for _ in range(n):
-            n2, = _S1.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in GroupsNames')
             if n2 > 0x7FFF:
-                raise _invalid('string in GroupsNames is too long')
+                raise _invalid('null element in GroupsNames')
             end = pos + n2
             if end > blen:
                 raise _truncated('GroupsNames')
@@ -107,8 +105,8 @@ def _encode_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, out: bytearray) -> No
 
 
 def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRequest, int]:
-    o = _new(DeleteGroupsRequest)
     blen = len(buf)
+    o = _new(DeleteGroupsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -188,16 +186,14 @@ def _encode_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, out: bytearray) -> No
 
 
 def _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsResponseDeletableGroupResult, int]:
-    o = _new(DeleteGroupsResponseDeletableGroupResult)
     blen = len(buf)
+    o = _new(DeleteGroupsResponseDeletableGroupResult)
     o.error_message = None
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -225,8 +221,8 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v0(o: DeleteGroupsResponseD
 
 
 def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsResponseDeletableGroupResult, int]:
-    o = _new(DeleteGroupsResponseDeletableGroupResult)
     blen = len(buf)
+    o = _new(DeleteGroupsResponseDeletableGroupResult)
     o.error_message = None
     n = buf[pos]
     if n < 0x80:
@@ -290,8 +286,8 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v2(o: DeleteGroupsResponseD
 
 
 def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsResponseDeletableGroupResult, int]:
-    o = _new(DeleteGroupsResponseDeletableGroupResult)
     blen = len(buf)
+    o = _new(DeleteGroupsResponseDeletableGroupResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -383,8 +379,8 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v3(o: DeleteGroupsResponseD
 
 
 def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    o = _new(DeleteGroupsResponse)
     blen = len(buf)
+    o = _new(DeleteGroupsResponse)
     o.throttle_time_ms, n = _S2.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -395,8 +391,22 @@ def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsR
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf, pos)
-            app_results(x_results)
+            e_results = _new(DeleteGroupsResponseDeletableGroupResult)
+            e_results.error_message = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_results.group_id = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_results.unknown_tagged_fields = ()
+            app_results(e_results)
         o.results = lst_results
     o.unknown_tagged_fields = ()
     return o, pos
@@ -410,14 +420,25 @@ def _encode_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, out: bytearray) -> 
     else:
         out += _S0.pack(len(x_results))
         for e_results in x_results:
-            _encode_DeleteGroupsResponseDeletableGroupResult_v0(e_results, out)
+            x_results_group_id = e_results.group_id
+            if x_results_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
+            else:
+                b_results_group_id = x_results_group_id.encode()
+                if len(b_results_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=0)
+                out += _S1.pack(len(b_results_group_id))
+                out += b_results_group_id
+            out += _S1.pack(e_results.error_code)
+            if e_results.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    o = _new(DeleteGroupsResponse)
     blen = len(buf)
+    o = _new(DeleteGroupsResponse)
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -434,8 +455,46 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf, pos)
-            app_results(x_results)
+            e_results = _new(DeleteGroupsResponseDeletableGroupResult)
+            e_results.error_message = None
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_results.group_id = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results.unknown_tagged_fields = ()
+            else:
+                unknown_e_results = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results.append((tag, buf[pos:end]))
+                        pos = end
+                e_results.unknown_tagged_fields = tuple(unknown_e_results)
+            app_results(e_results)
         o.results = lst_results
     n = buf[pos]
     if n < 0x80:
@@ -471,7 +530,24 @@ def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            _encode_DeleteGroupsResponseDeletableGroupResult_v2(e_results, out)
+            x_results_group_id = e_results.group_id
+            if x_results_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
+            else:
+                b_results_group_id = x_results_group_id.encode()
+                if len(b_results_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=2)
+                m = len(b_results_group_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_group_id
+            out += _S1.pack(e_results.error_code)
+            if e_results.unknown_tagged_fields:
+                _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -479,8 +555,8 @@ def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, out: bytearray) -> 
 
 
 def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    o = _new(DeleteGroupsResponse)
     blen = len(buf)
+    o = _new(DeleteGroupsResponse)
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -497,8 +573,61 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
-            app_results(x_results)
+            e_results = _new(DeleteGroupsResponseDeletableGroupResult)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_results.group_id = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results.unknown_tagged_fields = ()
+            else:
+                unknown_e_results = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results.append((tag, buf[pos:end]))
+                        pos = end
+                e_results.unknown_tagged_fields = tuple(unknown_e_results)
+            app_results(e_results)
         o.results = lst_results
     n = buf[pos]
     if n < 0x80:
@@ -534,7 +663,37 @@ def _encode_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            _encode_DeleteGroupsResponseDeletableGroupResult_v3(e_results, out)
+            x_results_group_id = e_results.group_id
+            if x_results_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
+            else:
+                b_results_group_id = x_results_group_id.encode()
+                if len(b_results_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=3)
+                m = len(b_results_group_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_group_id
+            out += _S1.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out.append(0)
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
+                m = len(b_results_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -21,8 +21,8 @@ from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
 _S0 = _Struct('>iq')
-_S1 = _Struct('>h')
-_S2 = _Struct('>i')
+_S1 = _Struct('>i')
+_S2 = _Struct('>h')
 _S3 = _Struct('>iqh')
 _S4 = _Struct('>ii')
 
@@ -116,8 +116,8 @@ def _encode_DeleteRecordsRequestPartition_v0(o: DeleteRecordsRequestPartition, o
 
 
 def _decode_DeleteRecordsRequestPartition_v2(buf: bytes, pos: int) -> tuple[DeleteRecordsRequestPartition, int]:
-    o = _new(DeleteRecordsRequestPartition)
     blen = len(buf)
+    o = _new(DeleteRecordsRequestPartition)
     o.partition_index, o.offset = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -151,21 +151,19 @@ def _encode_DeleteRecordsRequestPartition_v2(o: DeleteRecordsRequestPartition, o
 
 
 def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: int) -> tuple[DeleteRecordsRequestTopic, int]:
-    o = _new(DeleteRecordsRequestTopic)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(DeleteRecordsRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -175,8 +173,11 @@ def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: int) -> tuple[DeleteRe
         lst_partitions: list[DeleteRecordsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteRecordsRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteRecordsRequestPartition)
+            e_partitions.partition_index, e_partitions.offset = _S0.unpack_from(buf, pos)
+            pos += 12
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -190,22 +191,24 @@ def _encode_DeleteRecordsRequestTopic_v0(o: DeleteRecordsRequestTopic, out: byte
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b_name))
+        out += _S2.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S2.pack(len(x_partitions))
+        out += _S1.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_DeleteRecordsRequestPartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.offset)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRecordsRequestTopic, int]:
-    o = _new(DeleteRecordsRequestTopic)
     blen = len(buf)
+    o = _new(DeleteRecordsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -236,8 +239,29 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRe
         lst_partitions: list[DeleteRecordsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteRecordsRequestPartition_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteRecordsRequestPartition)
+            e_partitions.partition_index, e_partitions.offset = _S0.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -285,7 +309,11 @@ def _encode_DeleteRecordsRequestTopic_v2(o: DeleteRecordsRequestTopic, out: byte
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DeleteRecordsRequestPartition_v2(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -293,9 +321,9 @@ def _encode_DeleteRecordsRequestTopic_v2(o: DeleteRecordsRequestTopic, out: byte
 
 
 def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    o = _new(DeleteRecordsRequest)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(DeleteRecordsRequest)
+    n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -308,7 +336,7 @@ def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteRecords
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
-    o.timeout_ms, = _S2.unpack_from(buf, pos)
+    o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -319,17 +347,17 @@ def _encode_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, out: bytearray) -> 
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S2.pack(len(x_topics))
+        out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_DeleteRecordsRequestTopic_v0(e_topics, out)
-    out += _S2.pack(o.timeout_ms)
+    out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    o = _new(DeleteRecordsRequest)
     blen = len(buf)
+    o = _new(DeleteRecordsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -347,7 +375,7 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteRecords
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
-    o.timeout_ms, = _S2.unpack_from(buf, pos)
+    o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -383,7 +411,7 @@ def _encode_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, out: bytearray) -> 
             _write_uvarint(out, m)
         for e_topics in x_topics:
             _encode_DeleteRecordsRequestTopic_v2(e_topics, out)
-    out += _S2.pack(o.timeout_ms)
+    out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -405,8 +433,8 @@ def _encode_DeleteRecordsResponsePartitionResult_v0(o: DeleteRecordsResponsePart
 
 
 def _decode_DeleteRecordsResponsePartitionResult_v2(buf: bytes, pos: int) -> tuple[DeleteRecordsResponsePartitionResult, int]:
-    o = _new(DeleteRecordsResponsePartitionResult)
     blen = len(buf)
+    o = _new(DeleteRecordsResponsePartitionResult)
     o.partition_index, o.low_watermark, o.error_code = _S3.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]
@@ -440,21 +468,19 @@ def _encode_DeleteRecordsResponsePartitionResult_v2(o: DeleteRecordsResponsePart
 
 
 def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: int) -> tuple[DeleteRecordsResponseTopicResult, int]:
-    o = _new(DeleteRecordsResponseTopicResult)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(DeleteRecordsResponseTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -464,8 +490,11 @@ def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: int) -> tuple[D
         lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteRecordsResponsePartitionResult)
+            e_partitions.partition_index, e_partitions.low_watermark, e_partitions.error_code = _S3.unpack_from(buf, pos)
+            pos += 14
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -479,22 +508,24 @@ def _encode_DeleteRecordsResponseTopicResult_v0(o: DeleteRecordsResponseTopicRes
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S1.pack(len(b_name))
+        out += _S2.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S2.pack(len(x_partitions))
+        out += _S1.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_DeleteRecordsResponsePartitionResult_v0(e_partitions, out)
+            out += _S3.pack(e_partitions.partition_index, e_partitions.low_watermark, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[DeleteRecordsResponseTopicResult, int]:
-    o = _new(DeleteRecordsResponseTopicResult)
     blen = len(buf)
+    o = _new(DeleteRecordsResponseTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -525,8 +556,29 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[D
         lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteRecordsResponsePartitionResult)
+            e_partitions.partition_index, e_partitions.low_watermark, e_partitions.error_code = _S3.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -574,7 +626,11 @@ def _encode_DeleteRecordsResponseTopicResult_v2(o: DeleteRecordsResponseTopicRes
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DeleteRecordsResponsePartitionResult_v2(e_partitions, out)
+            out += _S3.pack(e_partitions.partition_index, e_partitions.low_watermark, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -582,8 +638,8 @@ def _encode_DeleteRecordsResponseTopicResult_v2(o: DeleteRecordsResponseTopicRes
 
 
 def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    o = _new(DeleteRecordsResponse)
     blen = len(buf)
+    o = _new(DeleteRecordsResponse)
     o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -602,12 +658,12 @@ def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteRecord
 
 
 def _encode_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms)
+    out += _S1.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S2.pack(len(x_topics))
+        out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_DeleteRecordsResponseTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -615,9 +671,9 @@ def _encode_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, out: bytearray) -
 
 
 def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    o = _new(DeleteRecordsResponse)
     blen = len(buf)
-    o.throttle_time_ms, = _S2.unpack_from(buf, pos)
+    o = _new(DeleteRecordsResponse)
+    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -659,7 +715,7 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteRecord
 
 
 def _encode_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, out: bytearray) -> None:
-    out += _S2.pack(o.throttle_time_ms)
+    out += _S1.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)

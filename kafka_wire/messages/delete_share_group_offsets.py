@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -80,8 +89,8 @@ class DeleteShareGroupOffsetsResponse(Message):
 
 
 def _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupOffsetsRequestTopic, int]:
-    o = _new(DeleteShareGroupOffsetsRequestTopic)
     blen = len(buf)
+    o = _new(DeleteShareGroupOffsetsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -141,8 +150,8 @@ def _encode_DeleteShareGroupOffsetsRequestTopic_v0(o: DeleteShareGroupOffsetsReq
 
 
 def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupOffsetsRequest, int]:
-    o = _new(DeleteShareGroupOffsetsRequest)
     blen = len(buf)
+    o = _new(DeleteShareGroupOffsetsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -173,8 +182,43 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Del
         lst_topics: list[DeleteShareGroupOffsetsRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DeleteShareGroupOffsetsRequestTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_topics.topic_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -222,7 +266,23 @@ def _encode_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest,
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DeleteShareGroupOffsetsRequestTopic_v0(e_topics, out)
+            x_topics_topic_name = e_topics.topic_name
+            if x_topics_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_topics_topic_name = x_topics_topic_name.encode()
+                if len(b_topics_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                m = len(b_topics_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_topic_name
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -230,8 +290,8 @@ def _encode_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest,
 
 
 def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupOffsetsResponseTopic, int]:
-    o = _new(DeleteShareGroupOffsetsResponseTopic)
     blen = len(buf)
+    o = _new(DeleteShareGroupOffsetsResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -250,7 +310,7 @@ def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tup
         pos = end
     u_topic_id_raw, o.error_code = _S0.unpack_from(buf, pos)
     pos += 18
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -324,8 +384,8 @@ def _encode_DeleteShareGroupOffsetsResponseTopic_v0(o: DeleteShareGroupOffsetsRe
 
 
 def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupOffsetsResponse, int]:
-    o = _new(DeleteShareGroupOffsetsResponse)
     blen = len(buf)
+    o = _new(DeleteShareGroupOffsetsResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -358,8 +418,62 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[De
         lst_responses: list[DeleteShareGroupOffsetsResponseTopic] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(DeleteShareGroupOffsetsResponseTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_responses.topic_name = buf[pos:end].decode()
+                pos = end
+            u_topic_id_raw, e_responses.error_code = _S0.unpack_from(buf, pos)
+            pos += 18
+            e_responses.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_responses.unknown_tagged_fields = ()
+            else:
+                unknown_e_responses = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_responses.append((tag, buf[pos:end]))
+                        pos = end
+                e_responses.unknown_tagged_fields = tuple(unknown_e_responses)
+            app_responses(e_responses)
         o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
@@ -408,7 +522,37 @@ def _encode_DeleteShareGroupOffsetsResponse_v0(o: DeleteShareGroupOffsetsRespons
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            _encode_DeleteShareGroupOffsetsResponseTopic_v0(e_responses, out)
+            x_responses_topic_name = e_responses.topic_name
+            if x_responses_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_responses_topic_name = x_responses_topic_name.encode()
+                if len(b_responses_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                m = len(b_responses_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_topic_name
+            out += _S0.pack(e_responses.topic_id.bytes, e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out.append(0)
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_responses_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_error_message
+            if e_responses.unknown_tagged_fields:
+                _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

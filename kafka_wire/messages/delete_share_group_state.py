@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -97,8 +106,8 @@ class DeleteShareGroupStateResponse(Message):
 
 
 def _decode_DeleteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateRequestPartitionData, int]:
-    o = _new(DeleteShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateRequestPartitionData)
     o.partition, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -132,11 +141,11 @@ def _encode_DeleteShareGroupStateRequestPartitionData_v0(o: DeleteShareGroupStat
 
 
 def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateRequestDeleteStateData, int]:
-    o = _new(DeleteShareGroupStateRequestDeleteStateData)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateRequestDeleteStateData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -151,8 +160,29 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
         lst_partitions: list[DeleteShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteShareGroupStateRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteShareGroupStateRequestPartitionData)
+            e_partitions.partition, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -188,7 +218,11 @@ def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupSt
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DeleteShareGroupStateRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -196,8 +230,8 @@ def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupSt
 
 
 def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateRequest, int]:
-    o = _new(DeleteShareGroupStateRequest)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -285,8 +319,8 @@ def _encode_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, out
 
 
 def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateResponsePartitionResult, int]:
-    o = _new(DeleteShareGroupStateResponsePartitionResult)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateResponsePartitionResult)
     o.partition, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -349,11 +383,11 @@ def _encode_DeleteShareGroupStateResponsePartitionResult_v0(o: DeleteShareGroupS
 
 
 def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateResponseDeleteStateResult, int]:
-    o = _new(DeleteShareGroupStateResponseDeleteStateResult)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateResponseDeleteStateResult)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -368,8 +402,45 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
         lst_partitions: list[DeleteShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DeleteShareGroupStateResponsePartitionResult)
+            e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -405,7 +476,24 @@ def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGrou
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DeleteShareGroupStateResponsePartitionResult_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -413,8 +501,8 @@ def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGrou
 
 
 def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[DeleteShareGroupStateResponse, int]:
-    o = _new(DeleteShareGroupStateResponse)
     blen = len(buf)
+    o = _new(DeleteShareGroupStateResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

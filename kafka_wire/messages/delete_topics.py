@@ -13,10 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -85,8 +94,8 @@ class DeleteTopicsResponse(Message):
 
 
 def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRequestDeleteTopicState, int]:
-    o = _new(DeleteTopicsRequestDeleteTopicState)
     blen = len(buf)
+    o = _new(DeleteTopicsRequestDeleteTopicState)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -105,7 +114,7 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: int) -> tupl
         pos = end
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -150,8 +159,8 @@ def _encode_DeleteTopicsRequestDeleteTopicState_v6(o: DeleteTopicsRequestDeleteT
 
 
 def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    o = _new(DeleteTopicsRequest)
     blen = len(buf)
+    o = _new(DeleteTopicsRequest)
     o.topics = []
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -163,12 +172,10 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
         lst_topic_names: list[str] = []
         app_topic_names = lst_topic_names.append
         for _ in range(n):
-            n2, = _S2.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in TopicNames')
             if n2 > 0x7FFF:
-                raise _invalid('string in TopicNames is too long')
+                raise _invalid('null element in TopicNames')
             end = pos + n2
             if end > blen:
                 raise _truncated('TopicNames')
@@ -201,8 +208,8 @@ def _encode_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, out: bytearray) -> No
 
 
 def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    o = _new(DeleteTopicsRequest)
     blen = len(buf)
+    o = _new(DeleteTopicsRequest)
     o.topics = []
     n = buf[pos]
     if n < 0x80:
@@ -288,8 +295,8 @@ def _encode_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, out: bytearray) -> No
 
 
 def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    o = _new(DeleteTopicsRequest)
     blen = len(buf)
+    o = _new(DeleteTopicsRequest)
     o.topic_names = []
     n = buf[pos]
     if n < 0x80:
@@ -305,8 +312,46 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
         lst_topics: list[DeleteTopicsRequestDeleteTopicState] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DeleteTopicsRequestDeleteTopicState_v6(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DeleteTopicsRequestDeleteTopicState)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_topics.name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            u_topic_id_raw, = _S0.unpack_from(buf, pos)
+            pos += 16
+            e_topics.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.timeout_ms, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -343,7 +388,24 @@ def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DeleteTopicsRequestDeleteTopicState_v6(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                out.append(0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=6)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            out += _S0.pack(e_topics.topic_id.bytes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S1.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -352,17 +414,15 @@ def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, out: bytearray) -> No
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsResponseDeletableTopicResult, int]:
-    o = _new(DeleteTopicsResponseDeletableTopicResult)
     blen = len(buf)
+    o = _new(DeleteTopicsResponseDeletableTopicResult)
     o.topic_id = ZERO_UUID
     o.error_message = None
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -390,8 +450,8 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v0(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsResponseDeletableTopicResult, int]:
-    o = _new(DeleteTopicsResponseDeletableTopicResult)
     blen = len(buf)
+    o = _new(DeleteTopicsResponseDeletableTopicResult)
     o.topic_id = ZERO_UUID
     o.error_message = None
     n = buf[pos]
@@ -456,8 +516,8 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v4(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsResponseDeletableTopicResult, int]:
-    o = _new(DeleteTopicsResponseDeletableTopicResult)
     blen = len(buf)
+    o = _new(DeleteTopicsResponseDeletableTopicResult)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -550,8 +610,8 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v5(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsResponseDeletableTopicResult, int]:
-    o = _new(DeleteTopicsResponseDeletableTopicResult)
     blen = len(buf)
+    o = _new(DeleteTopicsResponseDeletableTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -570,7 +630,7 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: int) ->
         pos = end
     u_topic_id_raw, o.error_code = _S3.unpack_from(buf, pos)
     pos += 18
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -644,8 +704,8 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v6(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    o = _new(DeleteTopicsResponse)
     blen = len(buf)
+    o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = 0
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -657,8 +717,23 @@ def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
+            e_responses.topic_id = ZERO_UUID
+            e_responses.error_message = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_responses.name = buf[pos:end].decode()
+                pos = end
+            e_responses.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_responses.unknown_tagged_fields = ()
+            app_responses(e_responses)
         o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -671,14 +746,25 @@ def _encode_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_responses))
         for e_responses in x_responses:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v0(e_responses, out)
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S2.pack(len(b_responses_name))
+                out += b_responses_name
+            out += _S2.pack(e_responses.error_code)
+            if e_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    o = _new(DeleteTopicsResponse)
     blen = len(buf)
+    o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -689,8 +775,23 @@ def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
+            e_responses.topic_id = ZERO_UUID
+            e_responses.error_message = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_responses.name = buf[pos:end].decode()
+                pos = end
+            e_responses.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_responses.unknown_tagged_fields = ()
+            app_responses(e_responses)
         o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -704,14 +805,25 @@ def _encode_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, out: bytearray) -> 
     else:
         out += _S1.pack(len(x_responses))
         for e_responses in x_responses:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v0(e_responses, out)
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                out += _S2.pack(len(b_responses_name))
+                out += b_responses_name
+            out += _S2.pack(e_responses.error_code)
+            if e_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    o = _new(DeleteTopicsResponse)
     blen = len(buf)
+    o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -728,8 +840,47 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
+            e_responses.topic_id = ZERO_UUID
+            e_responses.error_message = None
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_responses.name = buf[pos:end].decode()
+                pos = end
+            e_responses.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_responses.unknown_tagged_fields = ()
+            else:
+                unknown_e_responses = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_responses.append((tag, buf[pos:end]))
+                        pos = end
+                e_responses.unknown_tagged_fields = tuple(unknown_e_responses)
+            app_responses(e_responses)
         o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
@@ -765,7 +916,24 @@ def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v4(e_responses, out)
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+            else:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=4)
+                m = len(b_responses_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_name
+            out += _S2.pack(e_responses.error_code)
+            if e_responses.unknown_tagged_fields:
+                _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -773,8 +941,8 @@ def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, out: bytearray) -> 
 
 
 def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    o = _new(DeleteTopicsResponse)
     blen = len(buf)
+    o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -791,8 +959,62 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
+            e_responses.topic_id = ZERO_UUID
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_responses.name = buf[pos:end].decode()
+                pos = end
+            e_responses.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_responses.unknown_tagged_fields = ()
+            else:
+                unknown_e_responses = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_responses.append((tag, buf[pos:end]))
+                        pos = end
+                e_responses.unknown_tagged_fields = tuple(unknown_e_responses)
+            app_responses(e_responses)
         o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
@@ -828,7 +1050,37 @@ def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v5(e_responses, out)
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+            else:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=5)
+                m = len(b_responses_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_name
+            out += _S2.pack(e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out.append(0)
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=5)
+                m = len(b_responses_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_error_message
+            if e_responses.unknown_tagged_fields:
+                _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -836,8 +1088,8 @@ def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, out: bytearray) -> 
 
 
 def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    o = _new(DeleteTopicsResponse)
     blen = len(buf)
+    o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -854,8 +1106,62 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_responses.name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_responses.name = buf[pos:end].decode()
+                pos = end
+            u_topic_id_raw, e_responses.error_code = _S3.unpack_from(buf, pos)
+            pos += 18
+            e_responses.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_responses.unknown_tagged_fields = ()
+            else:
+                unknown_e_responses = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_responses.append((tag, buf[pos:end]))
+                        pos = end
+                e_responses.unknown_tagged_fields = tuple(unknown_e_responses)
+            app_responses(e_responses)
         o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
@@ -891,7 +1197,37 @@ def _encode_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            _encode_DeleteTopicsResponseDeletableTopicResult_v6(e_responses, out)
+            x_responses_name = e_responses.name
+            if x_responses_name is None:
+                out.append(0)
+            else:
+                b_responses_name = x_responses_name.encode()
+                if len(b_responses_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=6)
+                m = len(b_responses_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_name
+            out += _S3.pack(e_responses.topic_id.bytes, e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out.append(0)
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=6)
+                m = len(b_responses_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_error_message
+            if e_responses.unknown_tagged_fields:
+                _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -23,9 +23,9 @@ from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
 _S0 = _Struct('>bh')
-_S1 = _Struct('>h')
-_S2 = _Struct('>bb')
-_S3 = _Struct('>b')
+_S1 = _Struct('>bb')
+_S2 = _Struct('>b')
+_S3 = _Struct('>h')
 _S4 = _Struct('>i')
 _S5 = _Struct('>bi')
 _S6 = _Struct('>ihh')
@@ -103,8 +103,8 @@ class DescribeAclsResponse(Message):
 
 
 def _decode_DescribeAclsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    o = _new(DescribeAclsRequest)
     blen = len(buf)
+    o = _new(DescribeAclsRequest)
     o.pattern_type_filter = 3
     o.resource_type_filter, n = _S0.unpack_from(buf, pos)
     pos += 3
@@ -118,31 +118,27 @@ def _decode_DescribeAclsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeAclsRe
             raise _truncated('ResourceNameFilter')
         o.resource_name_filter = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.principal_filter = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
         o.principal_filter = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.host_filter = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
         o.host_filter = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -151,7 +147,7 @@ def _decode_DescribeAclsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeAclsRe
 def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, out: bytearray) -> None:
     if o.pattern_type_filter != 3:
         raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
-    out += _S3.pack(o.resource_type_filter)
+    out += _S2.pack(o.resource_type_filter)
     x_resource_name_filter = o.resource_name_filter
     if x_resource_name_filter is None:
         out += b'\xff\xff'
@@ -159,7 +155,7 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, out: bytearray) -> No
         b_resource_name_filter = x_resource_name_filter.encode()
         if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
-        out += _S1.pack(len(b_resource_name_filter))
+        out += _S3.pack(len(b_resource_name_filter))
         out += b_resource_name_filter
     x_principal_filter = o.principal_filter
     if x_principal_filter is None:
@@ -168,7 +164,7 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, out: bytearray) -> No
         b_principal_filter = x_principal_filter.encode()
         if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
-        out += _S1.pack(len(b_principal_filter))
+        out += _S3.pack(len(b_principal_filter))
         out += b_principal_filter
     x_host_filter = o.host_filter
     if x_host_filter is None:
@@ -177,16 +173,16 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, out: bytearray) -> No
         b_host_filter = x_host_filter.encode()
         if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
-        out += _S1.pack(len(b_host_filter))
+        out += _S3.pack(len(b_host_filter))
         out += b_host_filter
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeAclsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    o = _new(DescribeAclsRequest)
     blen = len(buf)
+    o = _new(DescribeAclsRequest)
     o.resource_type_filter, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -211,26 +207,24 @@ def _decode_DescribeAclsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeAclsRe
             raise _truncated('PrincipalFilter')
         o.principal_filter = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.host_filter = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
         o.host_filter = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type_filter)
+    out += _S2.pack(o.resource_type_filter)
     x_resource_name_filter = o.resource_name_filter
     if x_resource_name_filter is None:
         out += b'\xff\xff'
@@ -238,9 +232,9 @@ def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, out: bytearray) -> No
         b_resource_name_filter = x_resource_name_filter.encode()
         if len(b_resource_name_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
-        out += _S1.pack(len(b_resource_name_filter))
+        out += _S3.pack(len(b_resource_name_filter))
         out += b_resource_name_filter
-    out += _S3.pack(o.pattern_type_filter)
+    out += _S2.pack(o.pattern_type_filter)
     x_principal_filter = o.principal_filter
     if x_principal_filter is None:
         out += b'\xff\xff'
@@ -248,7 +242,7 @@ def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, out: bytearray) -> No
         b_principal_filter = x_principal_filter.encode()
         if len(b_principal_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
-        out += _S1.pack(len(b_principal_filter))
+        out += _S3.pack(len(b_principal_filter))
         out += b_principal_filter
     x_host_filter = o.host_filter
     if x_host_filter is None:
@@ -257,17 +251,17 @@ def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, out: bytearray) -> No
         b_host_filter = x_host_filter.encode()
         if len(b_host_filter) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
-        out += _S1.pack(len(b_host_filter))
+        out += _S3.pack(len(b_host_filter))
         out += b_host_filter
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRequest, int]:
-    o = _new(DescribeAclsRequest)
     blen = len(buf)
-    o.resource_type_filter, = _S3.unpack_from(buf, pos)
+    o = _new(DescribeAclsRequest)
+    o.resource_type_filter, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -285,7 +279,7 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRe
             raise _truncated('ResourceNameFilter')
         o.resource_name_filter = buf[pos:end].decode()
         pos = end
-    o.pattern_type_filter, = _S3.unpack_from(buf, pos)
+    o.pattern_type_filter, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -319,7 +313,7 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRe
             raise _truncated('HostFilter')
         o.host_filter = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -344,7 +338,7 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRe
 
 
 def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type_filter)
+    out += _S2.pack(o.resource_type_filter)
     x_resource_name_filter = o.resource_name_filter
     if x_resource_name_filter is None:
         out.append(0)
@@ -358,7 +352,7 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         out += b_resource_name_filter
-    out += _S3.pack(o.pattern_type_filter)
+    out += _S2.pack(o.pattern_type_filter)
     x_principal_filter = o.principal_filter
     if x_principal_filter is None:
         out.append(0)
@@ -385,7 +379,7 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         out += b_host_filter
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -393,33 +387,29 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, out: bytearray) -> No
 
 
 def _decode_DescribeAclsResponseAclDescription_v0(buf: bytes, pos: int) -> tuple[DescribeAclsResponseAclDescription, int]:
-    o = _new(DescribeAclsResponseAclDescription)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(DescribeAclsResponseAclDescription)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Principal was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Principal is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
         o.principal = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Host was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Host is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -433,7 +423,7 @@ def _encode_DescribeAclsResponseAclDescription_v0(o: DescribeAclsResponseAclDesc
         b_principal = x_principal.encode()
         if len(b_principal) > 0x7FFF:
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
-        out += _S1.pack(len(b_principal))
+        out += _S3.pack(len(b_principal))
         out += b_principal
     x_host = o.host
     if x_host is None:
@@ -442,16 +432,16 @@ def _encode_DescribeAclsResponseAclDescription_v0(o: DescribeAclsResponseAclDesc
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=0)
-        out += _S1.pack(len(b_host))
+        out += _S3.pack(len(b_host))
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: int) -> tuple[DescribeAclsResponseAclDescription, int]:
-    o = _new(DescribeAclsResponseAclDescription)
     blen = len(buf)
+    o = _new(DescribeAclsResponseAclDescription)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -484,7 +474,7 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: int) -> tuple
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.operation, o.permission_type = _S2.unpack_from(buf, pos)
+    o.operation, o.permission_type = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -535,7 +525,7 @@ def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDesc
         else:
             _write_uvarint(out, m)
         out += b_host
-    out += _S2.pack(o.operation, o.permission_type)
+    out += _S1.pack(o.operation, o.permission_type)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -543,8 +533,8 @@ def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDesc
 
 
 def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: int) -> tuple[DescribeAclsResponseResource, int]:
-    o = _new(DescribeAclsResponseResource)
     blen = len(buf)
+    o = _new(DescribeAclsResponseResource)
     o.pattern_type = 3
     o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
@@ -568,8 +558,31 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: int) -> tuple[Descr
         lst_acls: list[DescribeAclsResponseAclDescription] = []
         app_acls = lst_acls.append
         for _ in range(n):
-            x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
-            app_acls(x_acls)
+            e_acls = _new(DescribeAclsResponseAclDescription)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_acls.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_acls.host = buf[pos:end].decode()
+                pos = end
+            e_acls.operation, e_acls.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_acls.unknown_tagged_fields = ()
+            app_acls(e_acls)
         o.acls = lst_acls
     o.unknown_tagged_fields = ()
     return o, pos
@@ -578,7 +591,7 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: int) -> tuple[Descr
 def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, out: bytearray) -> None:
     if o.pattern_type != 3:
         raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
@@ -586,7 +599,7 @@ def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, out
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S1.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_acls = o.acls
     if x_acls is None:
@@ -594,14 +607,34 @@ def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, out
     else:
         out += _S4.pack(len(x_acls))
         for e_acls in x_acls:
-            _encode_DescribeAclsResponseAclDescription_v0(e_acls, out)
+            x_acls_principal = e_acls.principal
+            if x_acls_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
+            else:
+                b_acls_principal = x_acls_principal.encode()
+                if len(b_acls_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=0)
+                out += _S3.pack(len(b_acls_principal))
+                out += b_acls_principal
+            x_acls_host = e_acls.host
+            if x_acls_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_acls_host = x_acls_host.encode()
+                if len(b_acls_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                out += _S3.pack(len(b_acls_host))
+                out += b_acls_host
+            out += _S1.pack(e_acls.operation, e_acls.permission_type)
+            if e_acls.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: int) -> tuple[DescribeAclsResponseResource, int]:
-    o = _new(DescribeAclsResponseResource)
     blen = len(buf)
+    o = _new(DescribeAclsResponseResource)
     o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -624,15 +657,38 @@ def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: int) -> tuple[Descr
         lst_acls: list[DescribeAclsResponseAclDescription] = []
         app_acls = lst_acls.append
         for _ in range(n):
-            x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
-            app_acls(x_acls)
+            e_acls = _new(DescribeAclsResponseAclDescription)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_acls.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_acls.host = buf[pos:end].decode()
+                pos = end
+            e_acls.operation, e_acls.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            e_acls.unknown_tagged_fields = ()
+            app_acls(e_acls)
         o.acls = lst_acls
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
@@ -640,24 +696,44 @@ def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, out
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S1.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
-    out += _S3.pack(o.pattern_type)
+    out += _S2.pack(o.pattern_type)
     x_acls = o.acls
     if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=1)
     else:
         out += _S4.pack(len(x_acls))
         for e_acls in x_acls:
-            _encode_DescribeAclsResponseAclDescription_v0(e_acls, out)
+            x_acls_principal = e_acls.principal
+            if x_acls_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
+            else:
+                b_acls_principal = x_acls_principal.encode()
+                if len(b_acls_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=1)
+                out += _S3.pack(len(b_acls_principal))
+                out += b_acls_principal
+            x_acls_host = e_acls.host
+            if x_acls_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_acls_host = x_acls_host.encode()
+                if len(b_acls_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                out += _S3.pack(len(b_acls_host))
+                out += b_acls_host
+            out += _S1.pack(e_acls.operation, e_acls.permission_type)
+            if e_acls.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[DescribeAclsResponseResource, int]:
-    o = _new(DescribeAclsResponseResource)
     blen = len(buf)
-    o.resource_type, = _S3.unpack_from(buf, pos)
+    o = _new(DescribeAclsResponseResource)
+    o.resource_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -675,7 +751,7 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
             raise _truncated('ResourceName')
         o.resource_name = buf[pos:end].decode()
         pos = end
-    o.pattern_type, = _S3.unpack_from(buf, pos)
+    o.pattern_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -691,8 +767,61 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
         lst_acls: list[DescribeAclsResponseAclDescription] = []
         app_acls = lst_acls.append
         for _ in range(n):
-            x_acls, pos = _decode_DescribeAclsResponseAclDescription_v2(buf, pos)
-            app_acls(x_acls)
+            e_acls = _new(DescribeAclsResponseAclDescription)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Principal was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Principal is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Principal')
+                e_acls.principal = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_acls.host = buf[pos:end].decode()
+                pos = end
+            e_acls.operation, e_acls.permission_type = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_acls.unknown_tagged_fields = ()
+            else:
+                unknown_e_acls = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_acls.append((tag, buf[pos:end]))
+                        pos = end
+                e_acls.unknown_tagged_fields = tuple(unknown_e_acls)
+            app_acls(e_acls)
         o.acls = lst_acls
     n = buf[pos]
     if n < 0x80:
@@ -717,7 +846,7 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
 
 
 def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
@@ -731,7 +860,7 @@ def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, out
         else:
             _write_uvarint(out, m)
         out += b_resource_name
-    out += _S3.pack(o.pattern_type)
+    out += _S2.pack(o.pattern_type)
     x_acls = o.acls
     if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=2)
@@ -742,7 +871,37 @@ def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, out
         else:
             _write_uvarint(out, m)
         for e_acls in x_acls:
-            _encode_DescribeAclsResponseAclDescription_v2(e_acls, out)
+            x_acls_principal = e_acls.principal
+            if x_acls_principal is None:
+                raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
+            else:
+                b_acls_principal = x_acls_principal.encode()
+                if len(b_acls_principal) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Principal is too long', version=2)
+                m = len(b_acls_principal) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_acls_principal
+            x_acls_host = e_acls.host
+            if x_acls_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_acls_host = x_acls_host.encode()
+                if len(b_acls_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_acls_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_acls_host
+            out += _S1.pack(e_acls.operation, e_acls.permission_type)
+            if e_acls.unknown_tagged_fields:
+                _write_tagged(out, [], e_acls.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -750,8 +909,8 @@ def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, out
 
 
 def _decode_DescribeAclsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    o = _new(DescribeAclsResponse)
     blen = len(buf)
+    o = _new(DescribeAclsResponse)
     o.throttle_time_ms, o.error_code, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -790,7 +949,7 @@ def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, out: bytearray) -> 
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
     x_resources = o.resources
     if x_resources is None:
@@ -804,8 +963,8 @@ def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, out: bytearray) -> 
 
 
 def _decode_DescribeAclsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    o = _new(DescribeAclsResponse)
     blen = len(buf)
+    o = _new(DescribeAclsResponse)
     o.throttle_time_ms, o.error_code, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -844,7 +1003,7 @@ def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, out: bytearray) -> 
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S1.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
     x_resources = o.resources
     if x_resources is None:
@@ -858,8 +1017,8 @@ def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, out: bytearray) -> 
 
 
 def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsResponse, int]:
-    o = _new(DescribeAclsResponse)
     blen = len(buf)
+    o = _new(DescribeAclsResponse)
     o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

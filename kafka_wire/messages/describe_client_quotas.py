@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>bh')
+_S0 = _Struct('>bh')
+_S1 = _Struct('>h')
 _S2 = _Struct('>b')
 _S3 = _Struct('>i')
 _S4 = _Struct('>?')
@@ -109,21 +109,19 @@ class DescribeClientQuotasResponse(Message):
 
 
 def _decode_DescribeClientQuotasRequestComponentData_v0(buf: bytes, pos: int) -> tuple[DescribeClientQuotasRequestComponentData, int]:
-    o = _new(DescribeClientQuotasRequestComponentData)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeClientQuotasRequestComponentData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field EntityType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
         o.entity_type = buf[pos:end].decode()
         pos = end
-    o.match_type, n = _S1.unpack_from(buf, pos)
+    o.match_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
         o.match = None
@@ -147,7 +145,7 @@ def _encode_DescribeClientQuotasRequestComponentData_v0(o: DescribeClientQuotasR
         b_entity_type = x_entity_type.encode()
         if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-        out += _S0.pack(len(b_entity_type))
+        out += _S1.pack(len(b_entity_type))
         out += b_entity_type
     out += _S2.pack(o.match_type)
     x_match = o.match
@@ -157,15 +155,15 @@ def _encode_DescribeClientQuotasRequestComponentData_v0(o: DescribeClientQuotasR
         b_match = x_match.encode()
         if len(b_match) > 0x7FFF:
             raise ValueOutOfRangeError('string field Match is too long', version=0)
-        out += _S0.pack(len(b_match))
+        out += _S1.pack(len(b_match))
         out += b_match
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: int) -> tuple[DescribeClientQuotasRequestComponentData, int]:
-    o = _new(DescribeClientQuotasRequestComponentData)
     blen = len(buf)
+    o = _new(DescribeClientQuotasRequestComponentData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -257,8 +255,8 @@ def _encode_DescribeClientQuotasRequestComponentData_v1(o: DescribeClientQuotasR
 
 
 def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
-    o = _new(DescribeClientQuotasRequest)
     blen = len(buf)
+    o = _new(DescribeClientQuotasRequest)
     n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -269,8 +267,31 @@ def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[Descri
         lst_components: list[DescribeClientQuotasRequestComponentData] = []
         app_components = lst_components.append
         for _ in range(n):
-            x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v0(buf, pos)
-            app_components(x_components)
+            e_components = _new(DescribeClientQuotasRequestComponentData)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_components.entity_type = buf[pos:end].decode()
+                pos = end
+            e_components.match_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                e_components.match = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Match is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Match')
+                e_components.match = buf[pos:end].decode()
+                pos = end
+            e_components.unknown_tagged_fields = ()
+            app_components(e_components)
         o.components = lst_components
     o.strict, = _S4.unpack_from(buf, pos)
     pos += 1
@@ -285,15 +306,35 @@ def _encode_DescribeClientQuotasRequest_v0(o: DescribeClientQuotasRequest, out: 
     else:
         out += _S3.pack(len(x_components))
         for e_components in x_components:
-            _encode_DescribeClientQuotasRequestComponentData_v0(e_components, out)
+            x_components_entity_type = e_components.entity_type
+            if x_components_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
+            else:
+                b_components_entity_type = x_components_entity_type.encode()
+                if len(b_components_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=0)
+                out += _S1.pack(len(b_components_entity_type))
+                out += b_components_entity_type
+            out += _S2.pack(e_components.match_type)
+            x_components_match = e_components.match
+            if x_components_match is None:
+                out += b'\xff\xff'
+            else:
+                b_components_match = x_components_match.encode()
+                if len(b_components_match) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Match is too long', version=0)
+                out += _S1.pack(len(b_components_match))
+                out += b_components_match
+            if e_components.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     out += _S4.pack(o.strict)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
-    o = _new(DescribeClientQuotasRequest)
     blen = len(buf)
+    o = _new(DescribeClientQuotasRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -308,8 +349,61 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
         lst_components: list[DescribeClientQuotasRequestComponentData] = []
         app_components = lst_components.append
         for _ in range(n):
-            x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v1(buf, pos)
-            app_components(x_components)
+            e_components = _new(DescribeClientQuotasRequestComponentData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_components.entity_type = buf[pos:end].decode()
+                pos = end
+            e_components.match_type, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_components.match = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Match is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Match')
+                e_components.match = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_components.unknown_tagged_fields = ()
+            else:
+                unknown_e_components = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_components.append((tag, buf[pos:end]))
+                        pos = end
+                e_components.unknown_tagged_fields = tuple(unknown_e_components)
+            app_components(e_components)
         o.components = lst_components
     o.strict, = _S4.unpack_from(buf, pos)
     pos += 1
@@ -346,7 +440,37 @@ def _encode_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, out: 
         else:
             _write_uvarint(out, m)
         for e_components in x_components:
-            _encode_DescribeClientQuotasRequestComponentData_v1(e_components, out)
+            x_components_entity_type = e_components.entity_type
+            if x_components_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
+            else:
+                b_components_entity_type = x_components_entity_type.encode()
+                if len(b_components_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=1)
+                m = len(b_components_entity_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_components_entity_type
+            out += _S2.pack(e_components.match_type)
+            x_components_match = e_components.match
+            if x_components_match is None:
+                out.append(0)
+            else:
+                b_components_match = x_components_match.encode()
+                if len(b_components_match) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Match is too long', version=1)
+                m = len(b_components_match) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_components_match
+            if e_components.unknown_tagged_fields:
+                _write_tagged(out, [], e_components.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S4.pack(o.strict)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -355,27 +479,23 @@ def _encode_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, out: 
 
 
 def _decode_DescribeClientQuotasResponseEntityData_v0(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponseEntityData, int]:
-    o = _new(DescribeClientQuotasResponseEntityData)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeClientQuotasResponseEntityData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field EntityType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
         o.entity_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.entity_name = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
@@ -393,7 +513,7 @@ def _encode_DescribeClientQuotasResponseEntityData_v0(o: DescribeClientQuotasRes
         b_entity_type = x_entity_type.encode()
         if len(b_entity_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
-        out += _S0.pack(len(b_entity_type))
+        out += _S1.pack(len(b_entity_type))
         out += b_entity_type
     x_entity_name = o.entity_name
     if x_entity_name is None:
@@ -402,15 +522,15 @@ def _encode_DescribeClientQuotasResponseEntityData_v0(o: DescribeClientQuotasRes
         b_entity_name = x_entity_name.encode()
         if len(b_entity_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field EntityName is too long', version=0)
-        out += _S0.pack(len(b_entity_name))
+        out += _S1.pack(len(b_entity_name))
         out += b_entity_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponseEntityData, int]:
-    o = _new(DescribeClientQuotasResponseEntityData)
     blen = len(buf)
+    o = _new(DescribeClientQuotasResponseEntityData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -499,15 +619,13 @@ def _encode_DescribeClientQuotasResponseEntityData_v1(o: DescribeClientQuotasRes
 
 
 def _decode_DescribeClientQuotasResponseValueData_v0(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponseValueData, int]:
-    o = _new(DescribeClientQuotasResponseValueData)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeClientQuotasResponseValueData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Key was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Key is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Key')
@@ -527,7 +645,7 @@ def _encode_DescribeClientQuotasResponseValueData_v0(o: DescribeClientQuotasResp
         b_key = x_key.encode()
         if len(b_key) > 0x7FFF:
             raise ValueOutOfRangeError('string field Key is too long', version=0)
-        out += _S0.pack(len(b_key))
+        out += _S1.pack(len(b_key))
         out += b_key
     out += _S5.pack(o.value)
     if o.unknown_tagged_fields:
@@ -535,8 +653,8 @@ def _encode_DescribeClientQuotasResponseValueData_v0(o: DescribeClientQuotasResp
 
 
 def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponseValueData, int]:
-    o = _new(DescribeClientQuotasResponseValueData)
     blen = len(buf)
+    o = _new(DescribeClientQuotasResponseValueData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -599,8 +717,8 @@ def _encode_DescribeClientQuotasResponseValueData_v1(o: DescribeClientQuotasResp
 
 
 def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponseEntryData, int]:
-    o = _new(DescribeClientQuotasResponseEntryData)
     blen = len(buf)
+    o = _new(DescribeClientQuotasResponseEntryData)
     n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -611,8 +729,29 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tu
         lst_entity: list[DescribeClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
         for _ in range(n):
-            x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v0(buf, pos)
-            app_entity(x_entity)
+            e_entity = _new(DescribeClientQuotasResponseEntityData)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_entity.entity_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_entity.entity_name = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityName')
+                e_entity.entity_name = buf[pos:end].decode()
+                pos = end
+            e_entity.unknown_tagged_fields = ()
+            app_entity(e_entity)
         o.entity = lst_entity
     n, = _S3.unpack_from(buf, pos)
     pos += 4
@@ -624,8 +763,21 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tu
         lst_values: list[DescribeClientQuotasResponseValueData] = []
         app_values = lst_values.append
         for _ in range(n):
-            x_values, pos = _decode_DescribeClientQuotasResponseValueData_v0(buf, pos)
-            app_values(x_values)
+            e_values = _new(DescribeClientQuotasResponseValueData)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_values.key = buf[pos:end].decode()
+                pos = end
+            e_values.value, = _S5.unpack_from(buf, pos)
+            pos += 8
+            e_values.unknown_tagged_fields = ()
+            app_values(e_values)
         o.values = lst_values
     o.unknown_tagged_fields = ()
     return o, pos
@@ -638,21 +790,51 @@ def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResp
     else:
         out += _S3.pack(len(x_entity))
         for e_entity in x_entity:
-            _encode_DescribeClientQuotasResponseEntityData_v0(e_entity, out)
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
+            else:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=0)
+                out += _S1.pack(len(b_entity_entity_type))
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
+                out += b'\xff\xff'
+            else:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityName is too long', version=0)
+                out += _S1.pack(len(b_entity_entity_name))
+                out += b_entity_entity_name
+            if e_entity.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_values = o.values
     if x_values is None:
         raise ValueOutOfRangeError('non-nullable field Values is None', version=0)
     else:
         out += _S3.pack(len(x_values))
         for e_values in x_values:
-            _encode_DescribeClientQuotasResponseValueData_v0(e_values, out)
+            x_values_key = e_values.key
+            if x_values_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
+            else:
+                b_values_key = x_values_key.encode()
+                if len(b_values_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=0)
+                out += _S1.pack(len(b_values_key))
+                out += b_values_key
+            out += _S5.pack(e_values.value)
+            if e_values.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponseEntryData, int]:
-    o = _new(DescribeClientQuotasResponseEntryData)
     blen = len(buf)
+    o = _new(DescribeClientQuotasResponseEntryData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -667,8 +849,59 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
         lst_entity: list[DescribeClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
         for _ in range(n):
-            x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v1(buf, pos)
-            app_entity(x_entity)
+            e_entity = _new(DescribeClientQuotasResponseEntityData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field EntityType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityType')
+                e_entity.entity_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_entity.entity_name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field EntityName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('EntityName')
+                e_entity.entity_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_entity.unknown_tagged_fields = ()
+            else:
+                unknown_e_entity = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_entity.append((tag, buf[pos:end]))
+                        pos = end
+                e_entity.unknown_tagged_fields = tuple(unknown_e_entity)
+            app_entity(e_entity)
         o.entity = lst_entity
     n = buf[pos]
     if n < 0x80:
@@ -684,8 +917,45 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
         lst_values: list[DescribeClientQuotasResponseValueData] = []
         app_values = lst_values.append
         for _ in range(n):
-            x_values, pos = _decode_DescribeClientQuotasResponseValueData_v1(buf, pos)
-            app_values(x_values)
+            e_values = _new(DescribeClientQuotasResponseValueData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_values.key = buf[pos:end].decode()
+                pos = end
+            e_values.value, = _S5.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_values.unknown_tagged_fields = ()
+            else:
+                unknown_e_values = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_values.append((tag, buf[pos:end]))
+                        pos = end
+                e_values.unknown_tagged_fields = tuple(unknown_e_values)
+            app_values(e_values)
         o.values = lst_values
     n = buf[pos]
     if n < 0x80:
@@ -720,7 +990,36 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
         else:
             _write_uvarint(out, m)
         for e_entity in x_entity:
-            _encode_DescribeClientQuotasResponseEntityData_v1(e_entity, out)
+            x_entity_entity_type = e_entity.entity_type
+            if x_entity_entity_type is None:
+                raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
+            else:
+                b_entity_entity_type = x_entity_entity_type.encode()
+                if len(b_entity_entity_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityType is too long', version=1)
+                m = len(b_entity_entity_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_entity_entity_type
+            x_entity_entity_name = e_entity.entity_name
+            if x_entity_entity_name is None:
+                out.append(0)
+            else:
+                b_entity_entity_name = x_entity_entity_name.encode()
+                if len(b_entity_entity_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field EntityName is too long', version=1)
+                m = len(b_entity_entity_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_entity_entity_name
+            if e_entity.unknown_tagged_fields:
+                _write_tagged(out, [], e_entity.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_values = o.values
     if x_values is None:
         raise ValueOutOfRangeError('non-nullable field Values is None', version=1)
@@ -731,7 +1030,24 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
         else:
             _write_uvarint(out, m)
         for e_values in x_values:
-            _encode_DescribeClientQuotasResponseValueData_v1(e_values, out)
+            x_values_key = e_values.key
+            if x_values_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
+            else:
+                b_values_key = x_values_key.encode()
+                if len(b_values_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=1)
+                m = len(b_values_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_values_key
+            out += _S5.pack(e_values.value)
+            if e_values.unknown_tagged_fields:
+                _write_tagged(out, [], e_values.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -739,8 +1055,8 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
 
 
 def _decode_DescribeClientQuotasResponse_v0(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
-    o = _new(DescribeClientQuotasResponse)
     blen = len(buf)
+    o = _new(DescribeClientQuotasResponse)
     o.throttle_time_ms, o.error_code, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -779,7 +1095,7 @@ def _encode_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, out
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b_error_message))
+        out += _S1.pack(len(b_error_message))
         out += b_error_message
     x_entries = o.entries
     if x_entries is None:
@@ -793,8 +1109,8 @@ def _encode_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, out
 
 
 def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
-    o = _new(DescribeClientQuotasResponse)
     blen = len(buf)
+    o = _new(DescribeClientQuotasResponse)
     o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

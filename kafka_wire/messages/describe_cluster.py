@@ -85,8 +85,8 @@ class DescribeClusterResponse(Message):
 
 
 def _decode_DescribeClusterRequest_v0(buf: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    o = _new(DescribeClusterRequest)
     blen = len(buf)
+    o = _new(DescribeClusterRequest)
     o.endpoint_type = 1
     o.include_fenced_brokers = False
     o.include_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
@@ -126,8 +126,8 @@ def _encode_DescribeClusterRequest_v0(o: DescribeClusterRequest, out: bytearray)
 
 
 def _decode_DescribeClusterRequest_v1(buf: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    o = _new(DescribeClusterRequest)
     blen = len(buf)
+    o = _new(DescribeClusterRequest)
     o.include_fenced_brokers = False
     o.include_cluster_authorized_operations, o.endpoint_type = _S1.unpack_from(buf, pos)
     pos += 2
@@ -164,8 +164,8 @@ def _encode_DescribeClusterRequest_v1(o: DescribeClusterRequest, out: bytearray)
 
 
 def _decode_DescribeClusterRequest_v2(buf: bytes, pos: int) -> tuple[DescribeClusterRequest, int]:
-    o = _new(DescribeClusterRequest)
     blen = len(buf)
+    o = _new(DescribeClusterRequest)
     o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers = _S2.unpack_from(buf, pos)
     pos += 3
     n = buf[pos]
@@ -199,8 +199,8 @@ def _encode_DescribeClusterRequest_v2(o: DescribeClusterRequest, out: bytearray)
 
 
 def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: int) -> tuple[DescribeClusterResponseBroker, int]:
-    o = _new(DescribeClusterResponseBroker)
     blen = len(buf)
+    o = _new(DescribeClusterResponseBroker)
     o.is_fenced = False
     o.broker_id, = _S3.unpack_from(buf, pos)
     pos += 4
@@ -298,8 +298,8 @@ def _encode_DescribeClusterResponseBroker_v0(o: DescribeClusterResponseBroker, o
 
 
 def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: int) -> tuple[DescribeClusterResponseBroker, int]:
-    o = _new(DescribeClusterResponseBroker)
     blen = len(buf)
+    o = _new(DescribeClusterResponseBroker)
     o.broker_id, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -397,8 +397,8 @@ def _encode_DescribeClusterResponseBroker_v2(o: DescribeClusterResponseBroker, o
 
 
 def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    o = _new(DescribeClusterResponse)
     blen = len(buf)
+    o = _new(DescribeClusterResponse)
     o.endpoint_type = 1
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
@@ -450,8 +450,64 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
         lst_brokers: list[DescribeClusterResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(DescribeClusterResponseBroker)
+            e_brokers.is_fenced = False
+            e_brokers.broker_id, = _S3.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S3.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
@@ -518,7 +574,40 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_DescribeClusterResponseBroker_v0(e_brokers, out)
+            if bool(e_brokers.is_fenced):
+                raise FieldNotInVersionError('non-default IsFenced cannot be written', version=0)
+            out += _S3.pack(e_brokers.broker_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S3.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=0)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S3.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -527,8 +616,8 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, out: bytearra
 
 
 def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    o = _new(DescribeClusterResponse)
     blen = len(buf)
+    o = _new(DescribeClusterResponse)
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -581,8 +670,64 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
         lst_brokers: list[DescribeClusterResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(DescribeClusterResponseBroker)
+            e_brokers.is_fenced = False
+            e_brokers.broker_id, = _S3.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S3.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
@@ -648,7 +793,40 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_DescribeClusterResponseBroker_v0(e_brokers, out)
+            if bool(e_brokers.is_fenced):
+                raise FieldNotInVersionError('non-default IsFenced cannot be written', version=1)
+            out += _S3.pack(e_brokers.broker_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S3.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=1)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S3.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -657,8 +835,8 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, out: bytearra
 
 
 def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeClusterResponse, int]:
-    o = _new(DescribeClusterResponse)
     blen = len(buf)
+    o = _new(DescribeClusterResponse)
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -711,8 +889,65 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
         lst_brokers: list[DescribeClusterResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_DescribeClusterResponseBroker_v2(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(DescribeClusterResponseBroker)
+            e_brokers.broker_id, = _S3.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S3.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.is_fenced, = _S0.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     o.cluster_authorized_operations, = _S3.unpack_from(buf, pos)
     pos += 4
@@ -778,7 +1013,39 @@ def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_DescribeClusterResponseBroker_v2(e_brokers, out)
+            out += _S3.pack(e_brokers.broker_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S3.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=2)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            out += _S0.pack(e_brokers.is_fenced)
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S3.pack(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())

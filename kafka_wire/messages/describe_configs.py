@@ -24,8 +24,8 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>i')
-_S2 = _Struct('>h')
-_S3 = _Struct('>b')
+_S2 = _Struct('>b')
+_S3 = _Struct('>h')
 _S4 = _Struct('>?')
 _S5 = _Struct('>??')
 _S6 = _Struct('>???')
@@ -134,8 +134,8 @@ class DescribeConfigsResponse(Message):
 
 
 def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[DescribeConfigsRequestResource, int]:
-    o = _new(DescribeConfigsRequestResource)
     blen = len(buf)
+    o = _new(DescribeConfigsRequestResource)
     o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
@@ -158,12 +158,10 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[Des
         lst_configuration_keys: list[str] = []
         app_configuration_keys = lst_configuration_keys.append
         for _ in range(n):
-            n2, = _S2.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in ConfigurationKeys')
             if n2 > 0x7FFF:
-                raise _invalid('string in ConfigurationKeys is too long')
+                raise _invalid('null element in ConfigurationKeys')
             end = pos + n2
             if end > blen:
                 raise _truncated('ConfigurationKeys')
@@ -175,7 +173,7 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
@@ -183,7 +181,7 @@ def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource,
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S2.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_configuration_keys = o.configuration_keys
     if x_configuration_keys is None:
@@ -194,16 +192,16 @@ def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource,
             b_configuration_keys = e_configuration_keys.encode()
             if len(b_configuration_keys) > 0x7FFF:
                 raise ValueOutOfRangeError('string in ConfigurationKeys is too long', version=0)
-            out += _S2.pack(len(b_configuration_keys))
+            out += _S3.pack(len(b_configuration_keys))
             out += b_configuration_keys
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsRequestResource, int]:
-    o = _new(DescribeConfigsRequestResource)
     blen = len(buf)
-    o.resource_type, = _S3.unpack_from(buf, pos)
+    o = _new(DescribeConfigsRequestResource)
+    o.resource_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -274,7 +272,7 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[Des
 
 
 def _encode_DescribeConfigsRequestResource_v4(o: DescribeConfigsRequestResource, out: bytearray) -> None:
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=4)
@@ -314,8 +312,8 @@ def _encode_DescribeConfigsRequestResource_v4(o: DescribeConfigsRequestResource,
 
 
 def _decode_DescribeConfigsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    o = _new(DescribeConfigsRequest)
     blen = len(buf)
+    o = _new(DescribeConfigsRequest)
     o.include_synonyms = False
     o.include_documentation = False
     n, = _S1.unpack_from(buf, pos)
@@ -352,8 +350,8 @@ def _encode_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, out: bytearray)
 
 
 def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    o = _new(DescribeConfigsRequest)
     blen = len(buf)
+    o = _new(DescribeConfigsRequest)
     o.include_documentation = False
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -390,8 +388,8 @@ def _encode_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, out: bytearray)
 
 
 def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    o = _new(DescribeConfigsRequest)
     blen = len(buf)
+    o = _new(DescribeConfigsRequest)
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -425,8 +423,8 @@ def _encode_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, out: bytearray)
 
 
 def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    o = _new(DescribeConfigsRequest)
     blen = len(buf)
+    o = _new(DescribeConfigsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -488,33 +486,29 @@ def _encode_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, out: bytearray)
 
 
 def _decode_DescribeConfigsResponseSynonym_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseSynonym, int]:
-    o = _new(DescribeConfigsResponseSynonym)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(DescribeConfigsResponseSynonym)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.value = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
         o.value = buf[pos:end].decode()
         pos = end
-    o.source, = _S3.unpack_from(buf, pos)
+    o.source, = _S2.unpack_from(buf, pos)
     pos += 1
     o.unknown_tagged_fields = ()
     return o, pos
@@ -528,7 +522,7 @@ def _encode_DescribeConfigsResponseSynonym_v1(o: DescribeConfigsResponseSynonym,
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S2.pack(len(b_name))
+        out += _S3.pack(len(b_name))
         out += b_name
     x_value = o.value
     if x_value is None:
@@ -537,16 +531,16 @@ def _encode_DescribeConfigsResponseSynonym_v1(o: DescribeConfigsResponseSynonym,
         b_value = x_value.encode()
         if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=1)
-        out += _S2.pack(len(b_value))
+        out += _S3.pack(len(b_value))
         out += b_value
-    out += _S3.pack(o.source)
+    out += _S2.pack(o.source)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseSynonym, int]:
-    o = _new(DescribeConfigsResponseSynonym)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseSynonym)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -579,7 +573,7 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: int) -> tuple[Des
             raise _truncated('Value')
         o.value = buf[pos:end].decode()
         pos = end
-    o.source, = _S3.unpack_from(buf, pos)
+    o.source, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -630,7 +624,7 @@ def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym,
         else:
             _write_uvarint(out, m)
         out += b_value
-    out += _S3.pack(o.source)
+    out += _S2.pack(o.source)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -638,31 +632,27 @@ def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym,
 
 
 def _decode_DescribeConfigsResponseResourceResult_v0(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResourceResult, int]:
-    o = _new(DescribeConfigsResponseResourceResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResourceResult)
     o.config_source = -1
     o.synonyms = []
     o.config_type = 0
     o.documentation = ''
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.value = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
@@ -682,7 +672,7 @@ def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseR
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S2.pack(len(b_name))
+        out += _S3.pack(len(b_name))
         out += b_name
     x_value = o.value
     if x_value is None:
@@ -691,7 +681,7 @@ def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseR
         b_value = x_value.encode()
         if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        out += _S2.pack(len(b_value))
+        out += _S3.pack(len(b_value))
         out += b_value
     out += _S6.pack(o.read_only, o.is_default, o.is_sensitive)
     if o.unknown_tagged_fields:
@@ -699,30 +689,26 @@ def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseR
 
 
 def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResourceResult, int]:
-    o = _new(DescribeConfigsResponseResourceResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResourceResult)
     o.is_default = False
     o.config_type = 0
     o.documentation = ''
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.value = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
@@ -738,8 +724,31 @@ def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: int) -> tu
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
         app_synonyms = lst_synonyms.append
         for _ in range(n):
-            x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
-            app_synonyms(x_synonyms)
+            e_synonyms = _new(DescribeConfigsResponseSynonym)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_synonyms.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_synonyms.value = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_synonyms.value = buf[pos:end].decode()
+                pos = end
+            e_synonyms.source, = _S2.unpack_from(buf, pos)
+            pos += 1
+            e_synonyms.unknown_tagged_fields = ()
+            app_synonyms(e_synonyms)
         o.synonyms = lst_synonyms
     o.unknown_tagged_fields = ()
     return o, pos
@@ -755,7 +764,7 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S2.pack(len(b_name))
+        out += _S3.pack(len(b_name))
         out += b_name
     x_value = o.value
     if x_value is None:
@@ -764,7 +773,7 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
         b_value = x_value.encode()
         if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=1)
-        out += _S2.pack(len(b_value))
+        out += _S3.pack(len(b_value))
         out += b_value
     out += _S8.pack(o.read_only, o.config_source, o.is_sensitive)
     x_synonyms = o.synonyms
@@ -773,34 +782,50 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
     else:
         out += _S1.pack(len(x_synonyms))
         for e_synonyms in x_synonyms:
-            _encode_DescribeConfigsResponseSynonym_v1(e_synonyms, out)
+            x_synonyms_name = e_synonyms.name
+            if x_synonyms_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_synonyms_name = x_synonyms_name.encode()
+                if len(b_synonyms_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                out += _S3.pack(len(b_synonyms_name))
+                out += b_synonyms_name
+            x_synonyms_value = e_synonyms.value
+            if x_synonyms_value is None:
+                out += b'\xff\xff'
+            else:
+                b_synonyms_value = x_synonyms_value.encode()
+                if len(b_synonyms_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=1)
+                out += _S3.pack(len(b_synonyms_value))
+                out += b_synonyms_value
+            out += _S2.pack(e_synonyms.source)
+            if e_synonyms.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResourceResult, int]:
-    o = _new(DescribeConfigsResponseResourceResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResourceResult)
     o.is_default = False
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.value = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
@@ -816,8 +841,31 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: int) -> tu
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
         app_synonyms = lst_synonyms.append
         for _ in range(n):
-            x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
-            app_synonyms(x_synonyms)
+            e_synonyms = _new(DescribeConfigsResponseSynonym)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_synonyms.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_synonyms.value = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_synonyms.value = buf[pos:end].decode()
+                pos = end
+            e_synonyms.source, = _S2.unpack_from(buf, pos)
+            pos += 1
+            e_synonyms.unknown_tagged_fields = ()
+            app_synonyms(e_synonyms)
         o.synonyms = lst_synonyms
     o.config_type, n = _S0.unpack_from(buf, pos)
     pos += 3
@@ -845,7 +893,7 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=3)
-        out += _S2.pack(len(b_name))
+        out += _S3.pack(len(b_name))
         out += b_name
     x_value = o.value
     if x_value is None:
@@ -854,7 +902,7 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
         b_value = x_value.encode()
         if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=3)
-        out += _S2.pack(len(b_value))
+        out += _S3.pack(len(b_value))
         out += b_value
     out += _S8.pack(o.read_only, o.config_source, o.is_sensitive)
     x_synonyms = o.synonyms
@@ -863,8 +911,28 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
     else:
         out += _S1.pack(len(x_synonyms))
         for e_synonyms in x_synonyms:
-            _encode_DescribeConfigsResponseSynonym_v1(e_synonyms, out)
-    out += _S3.pack(o.config_type)
+            x_synonyms_name = e_synonyms.name
+            if x_synonyms_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
+            else:
+                b_synonyms_name = x_synonyms_name.encode()
+                if len(b_synonyms_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=3)
+                out += _S3.pack(len(b_synonyms_name))
+                out += b_synonyms_name
+            x_synonyms_value = e_synonyms.value
+            if x_synonyms_value is None:
+                out += b'\xff\xff'
+            else:
+                b_synonyms_value = x_synonyms_value.encode()
+                if len(b_synonyms_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=3)
+                out += _S3.pack(len(b_synonyms_value))
+                out += b_synonyms_value
+            out += _S2.pack(e_synonyms.source)
+            if e_synonyms.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
+    out += _S2.pack(o.config_type)
     x_documentation = o.documentation
     if x_documentation is None:
         out += b'\xff\xff'
@@ -872,15 +940,15 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
         b_documentation = x_documentation.encode()
         if len(b_documentation) > 0x7FFF:
             raise ValueOutOfRangeError('string field Documentation is too long', version=3)
-        out += _S2.pack(len(b_documentation))
+        out += _S3.pack(len(b_documentation))
         out += b_documentation
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResourceResult, int]:
-    o = _new(DescribeConfigsResponseResourceResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResourceResult)
     o.is_default = False
     n = buf[pos]
     if n < 0x80:
@@ -930,10 +998,63 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tu
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
         app_synonyms = lst_synonyms.append
         for _ in range(n):
-            x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v4(buf, pos)
-            app_synonyms(x_synonyms)
+            e_synonyms = _new(DescribeConfigsResponseSynonym)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_synonyms.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_synonyms.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_synonyms.value = buf[pos:end].decode()
+                pos = end
+            e_synonyms.source, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_synonyms.unknown_tagged_fields = ()
+            else:
+                unknown_e_synonyms = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_synonyms.append((tag, buf[pos:end]))
+                        pos = end
+                e_synonyms.unknown_tagged_fields = tuple(unknown_e_synonyms)
+            app_synonyms(e_synonyms)
         o.synonyms = lst_synonyms
-    o.config_type, = _S3.unpack_from(buf, pos)
+    o.config_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1013,8 +1134,38 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
         else:
             _write_uvarint(out, m)
         for e_synonyms in x_synonyms:
-            _encode_DescribeConfigsResponseSynonym_v4(e_synonyms, out)
-    out += _S3.pack(o.config_type)
+            x_synonyms_name = e_synonyms.name
+            if x_synonyms_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+            else:
+                b_synonyms_name = x_synonyms_name.encode()
+                if len(b_synonyms_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=4)
+                m = len(b_synonyms_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_synonyms_name
+            x_synonyms_value = e_synonyms.value
+            if x_synonyms_value is None:
+                out.append(0)
+            else:
+                b_synonyms_value = x_synonyms_value.encode()
+                if len(b_synonyms_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=4)
+                m = len(b_synonyms_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_synonyms_value
+            out += _S2.pack(e_synonyms.source)
+            if e_synonyms.unknown_tagged_fields:
+                _write_tagged(out, [], e_synonyms.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
+    out += _S2.pack(o.config_type)
     x_documentation = o.documentation
     if x_documentation is None:
         out.append(0)
@@ -1035,8 +1186,8 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
 
 
 def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
-    o = _new(DescribeConfigsResponseResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResult)
     o.error_code, n = _S9.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1071,15 +1222,42 @@ def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v0(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(DescribeConfigsResponseResourceResult)
+            e_configs.config_source = -1
+            e_configs.synonyms = []
+            e_configs.config_type = 0
+            e_configs.documentation = ''
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_configs.value = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            e_configs.read_only, e_configs.is_default, e_configs.is_sensitive = _S6.unpack_from(buf, pos)
+            pos += 3
+            e_configs.unknown_tagged_fields = ()
+            app_configs(e_configs)
         o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -1087,9 +1265,9 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, o
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S2.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
@@ -1097,7 +1275,7 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, o
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S2.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_configs = o.configs
     if x_configs is None:
@@ -1105,14 +1283,34 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, o
     else:
         out += _S1.pack(len(x_configs))
         for e_configs in x_configs:
-            _encode_DescribeConfigsResponseResourceResult_v0(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S3.pack(len(b_configs_name))
+                out += b_configs_name
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out += b'\xff\xff'
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                out += _S3.pack(len(b_configs_value))
+                out += b_configs_value
+            out += _S6.pack(e_configs.read_only, e_configs.is_default, e_configs.is_sensitive)
+            if e_configs.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
-    o = _new(DescribeConfigsResponseResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResult)
     o.error_code, n = _S9.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1155,7 +1353,7 @@ def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -1163,9 +1361,9 @@ def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, o
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
-        out += _S2.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
@@ -1173,7 +1371,7 @@ def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, o
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
-        out += _S2.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_configs = o.configs
     if x_configs is None:
@@ -1187,8 +1385,8 @@ def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, o
 
 
 def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
-    o = _new(DescribeConfigsResponseResult)
     blen = len(buf)
+    o = _new(DescribeConfigsResponseResult)
     o.error_code, n = _S9.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -1231,7 +1429,7 @@ def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -1239,9 +1437,9 @@ def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, o
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
-        out += _S2.pack(len(b_error_message))
+        out += _S3.pack(len(b_error_message))
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=3)
@@ -1249,7 +1447,7 @@ def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, o
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=3)
-        out += _S2.pack(len(b_resource_name))
+        out += _S3.pack(len(b_resource_name))
         out += b_resource_name
     x_configs = o.configs
     if x_configs is None:
@@ -1263,9 +1461,9 @@ def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, o
 
 
 def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsResponseResult, int]:
-    o = _new(DescribeConfigsResponseResult)
     blen = len(buf)
-    o.error_code, = _S2.unpack_from(buf, pos)
+    o = _new(DescribeConfigsResponseResult)
+    o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1283,7 +1481,7 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
             raise _truncated('ErrorMessage')
         o.error_message = buf[pos:end].decode()
         pos = end
-    o.resource_type, = _S3.unpack_from(buf, pos)
+    o.resource_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1341,7 +1539,7 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, out: bytearray) -> None:
-    out += _S2.pack(o.error_code)
+    out += _S3.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -1355,7 +1553,7 @@ def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, o
         else:
             _write_uvarint(out, m)
         out += b_error_message
-    out += _S3.pack(o.resource_type)
+    out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=4)
@@ -1387,8 +1585,8 @@ def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, o
 
 
 def _decode_DescribeConfigsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    o = _new(DescribeConfigsResponse)
     blen = len(buf)
+    o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1420,8 +1618,8 @@ def _encode_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, out: bytearra
 
 
 def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    o = _new(DescribeConfigsResponse)
     blen = len(buf)
+    o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1453,8 +1651,8 @@ def _encode_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, out: bytearra
 
 
 def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    o = _new(DescribeConfigsResponse)
     blen = len(buf)
+    o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1486,8 +1684,8 @@ def _encode_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, out: bytearra
 
 
 def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    o = _new(DescribeConfigsResponse)
     blen = len(buf)
+    o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

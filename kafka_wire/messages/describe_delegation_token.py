@@ -106,27 +106,23 @@ class DescribeDelegationTokenResponse(Message):
 
 
 def _decode_DescribeDelegationTokenRequestOwner_v0(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenRequestOwner, int]:
-    o = _new(DescribeDelegationTokenRequestOwner)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeDelegationTokenRequestOwner)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
         o.principal_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
@@ -160,8 +156,8 @@ def _encode_DescribeDelegationTokenRequestOwner_v0(o: DescribeDelegationTokenReq
 
 
 def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenRequestOwner, int]:
-    o = _new(DescribeDelegationTokenRequestOwner)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenRequestOwner)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -250,8 +246,8 @@ def _encode_DescribeDelegationTokenRequestOwner_v2(o: DescribeDelegationTokenReq
 
 
 def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
-    o = _new(DescribeDelegationTokenRequest)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenRequest)
     n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -262,8 +258,29 @@ def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Des
         lst_owners: list[DescribeDelegationTokenRequestOwner] = []
         app_owners = lst_owners.append
         for _ in range(n):
-            x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v0(buf, pos)
-            app_owners(x_owners)
+            e_owners = _new(DescribeDelegationTokenRequestOwner)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_owners.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_owners.principal_name = buf[pos:end].decode()
+                pos = end
+            e_owners.unknown_tagged_fields = ()
+            app_owners(e_owners)
         o.owners = lst_owners
     o.unknown_tagged_fields = ()
     return o, pos
@@ -276,14 +293,33 @@ def _encode_DescribeDelegationTokenRequest_v0(o: DescribeDelegationTokenRequest,
     else:
         out += _S1.pack(len(x_owners))
         for e_owners in x_owners:
-            _encode_DescribeDelegationTokenRequestOwner_v0(e_owners, out)
+            x_owners_principal_type = e_owners.principal_type
+            if x_owners_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
+            else:
+                b_owners_principal_type = x_owners_principal_type.encode()
+                if len(b_owners_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
+                out += _S0.pack(len(b_owners_principal_type))
+                out += b_owners_principal_type
+            x_owners_principal_name = e_owners.principal_name
+            if x_owners_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
+            else:
+                b_owners_principal_name = x_owners_principal_name.encode()
+                if len(b_owners_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
+                out += _S0.pack(len(b_owners_principal_name))
+                out += b_owners_principal_name
+            if e_owners.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
-    o = _new(DescribeDelegationTokenRequest)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -298,8 +334,59 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
         lst_owners: list[DescribeDelegationTokenRequestOwner] = []
         app_owners = lst_owners.append
         for _ in range(n):
-            x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v2(buf, pos)
-            app_owners(x_owners)
+            e_owners = _new(DescribeDelegationTokenRequestOwner)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_owners.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_owners.principal_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_owners.unknown_tagged_fields = ()
+            else:
+                unknown_e_owners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_owners.append((tag, buf[pos:end]))
+                        pos = end
+                e_owners.unknown_tagged_fields = tuple(unknown_e_owners)
+            app_owners(e_owners)
         o.owners = lst_owners
     n = buf[pos]
     if n < 0x80:
@@ -334,7 +421,36 @@ def _encode_DescribeDelegationTokenRequest_v2(o: DescribeDelegationTokenRequest,
         else:
             _write_uvarint(out, m)
         for e_owners in x_owners:
-            _encode_DescribeDelegationTokenRequestOwner_v2(e_owners, out)
+            x_owners_principal_type = e_owners.principal_type
+            if x_owners_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
+            else:
+                b_owners_principal_type = x_owners_principal_type.encode()
+                if len(b_owners_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
+                m = len(b_owners_principal_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_owners_principal_type
+            x_owners_principal_name = e_owners.principal_name
+            if x_owners_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
+            else:
+                b_owners_principal_name = x_owners_principal_name.encode()
+                if len(b_owners_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
+                m = len(b_owners_principal_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_owners_principal_name
+            if e_owners.unknown_tagged_fields:
+                _write_tagged(out, [], e_owners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -342,27 +458,23 @@ def _encode_DescribeDelegationTokenRequest_v2(o: DescribeDelegationTokenRequest,
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, int]:
-    o = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
         o.principal_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
@@ -396,8 +508,8 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(o:
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, int]:
-    o = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -486,29 +598,25 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(o:
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponseDescribedDelegationToken, int]:
-    o = _new(DescribeDelegationTokenResponseDescribedDelegationToken)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponseDescribedDelegationToken)
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
         o.principal_type = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field PrincipalName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field PrincipalName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
@@ -546,8 +654,29 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
         app_renewers = lst_renewers.append
         for _ in range(n):
-            x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf, pos)
-            app_renewers(x_renewers)
+            e_renewers = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_renewers.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_renewers.principal_name = buf[pos:end].decode()
+                pos = end
+            e_renewers.unknown_tagged_fields = ()
+            app_renewers(e_renewers)
         o.renewers = lst_renewers
     o.unknown_tagged_fields = ()
     return o, pos
@@ -599,14 +728,33 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
     else:
         out += _S1.pack(len(x_renewers))
         for e_renewers in x_renewers:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(e_renewers, out)
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
+            else:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
+                out += _S0.pack(len(b_renewers_principal_type))
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
+            else:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
+                out += _S0.pack(len(b_renewers_principal_name))
+                out += b_renewers_principal_name
+            if e_renewers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponseDescribedDelegationToken, int]:
-    o = _new(DescribeDelegationTokenResponseDescribedDelegationToken)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponseDescribedDelegationToken)
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     n = buf[pos]
@@ -687,8 +835,59 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
         app_renewers = lst_renewers.append
         for _ in range(n):
-            x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
-            app_renewers(x_renewers)
+            e_renewers = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_renewers.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_renewers.principal_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_renewers.unknown_tagged_fields = ()
+            else:
+                unknown_e_renewers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_renewers.append((tag, buf[pos:end]))
+                        pos = end
+                e_renewers.unknown_tagged_fields = tuple(unknown_e_renewers)
+            app_renewers(e_renewers)
         o.renewers = lst_renewers
     n = buf[pos]
     if n < 0x80:
@@ -778,7 +977,36 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         else:
             _write_uvarint(out, m)
         for e_renewers in x_renewers:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(e_renewers, out)
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
+            else:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=2)
+                m = len(b_renewers_principal_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
+            else:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=2)
+                m = len(b_renewers_principal_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_name
+            if e_renewers.unknown_tagged_fields:
+                _write_tagged(out, [], e_renewers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -786,8 +1014,8 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponseDescribedDelegationToken, int]:
-    o = _new(DescribeDelegationTokenResponseDescribedDelegationToken)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponseDescribedDelegationToken)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -898,8 +1126,59 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
         app_renewers = lst_renewers.append
         for _ in range(n):
-            x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
-            app_renewers(x_renewers)
+            e_renewers = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalType')
+                e_renewers.principal_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PrincipalName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field PrincipalName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('PrincipalName')
+                e_renewers.principal_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_renewers.unknown_tagged_fields = ()
+            else:
+                unknown_e_renewers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_renewers.append((tag, buf[pos:end]))
+                        pos = end
+                e_renewers.unknown_tagged_fields = tuple(unknown_e_renewers)
+            app_renewers(e_renewers)
         o.renewers = lst_renewers
     n = buf[pos]
     if n < 0x80:
@@ -1011,7 +1290,36 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _write_uvarint(out, m)
         for e_renewers in x_renewers:
-            _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(e_renewers, out)
+            x_renewers_principal_type = e_renewers.principal_type
+            if x_renewers_principal_type is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
+            else:
+                b_renewers_principal_type = x_renewers_principal_type.encode()
+                if len(b_renewers_principal_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalType is too long', version=3)
+                m = len(b_renewers_principal_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_type
+            x_renewers_principal_name = e_renewers.principal_name
+            if x_renewers_principal_name is None:
+                raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
+            else:
+                b_renewers_principal_name = x_renewers_principal_name.encode()
+                if len(b_renewers_principal_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field PrincipalName is too long', version=3)
+                m = len(b_renewers_principal_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_renewers_principal_name
+            if e_renewers.unknown_tagged_fields:
+                _write_tagged(out, [], e_renewers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1019,8 +1327,8 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
 
 
 def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
-    o = _new(DescribeDelegationTokenResponse)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponse)
     o.error_code, n = _S4.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -1055,8 +1363,8 @@ def _encode_DescribeDelegationTokenResponse_v0(o: DescribeDelegationTokenRespons
 
 
 def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
-    o = _new(DescribeDelegationTokenResponse)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponse)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -1121,8 +1429,8 @@ def _encode_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenRespons
 
 
 def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
-    o = _new(DescribeDelegationTokenResponse)
     blen = len(buf)
+    o = _new(DescribeDelegationTokenResponse)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]

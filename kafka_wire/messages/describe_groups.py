@@ -96,8 +96,8 @@ class DescribeGroupsResponse(Message):
 
 
 def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    o = _new(DescribeGroupsRequest)
     blen = len(buf)
+    o = _new(DescribeGroupsRequest)
     o.include_authorized_operations = False
     n, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -109,12 +109,10 @@ def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeGrou
         lst_groups: list[str] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            n2, = _S1.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Groups')
             if n2 > 0x7FFF:
-                raise _invalid('string in Groups is too long')
+                raise _invalid('null element in Groups')
             end = pos + n2
             if end > blen:
                 raise _truncated('Groups')
@@ -144,8 +142,8 @@ def _encode_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, out: bytearray) -
 
 
 def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    o = _new(DescribeGroupsRequest)
     blen = len(buf)
+    o = _new(DescribeGroupsRequest)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -156,12 +154,10 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeGrou
         lst_groups: list[str] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            n2, = _S1.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Groups')
             if n2 > 0x7FFF:
-                raise _invalid('string in Groups is too long')
+                raise _invalid('null element in Groups')
             end = pos + n2
             if end > blen:
                 raise _truncated('Groups')
@@ -192,8 +188,8 @@ def _encode_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, out: bytearray) -
 
 
 def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    o = _new(DescribeGroupsRequest)
     blen = len(buf)
+    o = _new(DescribeGroupsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -276,40 +272,34 @@ def _encode_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, out: bytearray) -
 
 
 def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroupMember, int]:
-    o = _new(DescribeGroupsResponseDescribedGroupMember)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroupMember)
     o.group_instance_id = None
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ClientId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClientId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
         o.client_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ClientHost was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClientHost is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
@@ -386,51 +376,43 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsRespo
 
 
 def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroupMember, int]:
-    o = _new(DescribeGroupsResponseDescribedGroupMember)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(DescribeGroupsResponseDescribedGroupMember)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
         o.group_instance_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ClientId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClientId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
         o.client_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ClientHost was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClientHost is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
@@ -516,8 +498,8 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsRespo
 
 
 def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroupMember, int]:
-    o = _new(DescribeGroupsResponseDescribedGroupMember)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroupMember)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -714,8 +696,8 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
-    o = _new(DescribeGroupsResponseDescribedGroup)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroup)
     o.error_message = None
     o.authorized_operations = -2147483648
     o.error_code, n = _S3.unpack_from(buf, pos)
@@ -730,37 +712,31 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: int) -> tup
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupState was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupState is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
         o.group_state = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
         o.protocol_type = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolData was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolData is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
@@ -776,8 +752,60 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: int) -> tup
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
-            app_members(x_members)
+            e_members = _new(DescribeGroupsResponseDescribedGroupMember)
+            e_members.group_instance_id = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ClientId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientId')
+                e_members.client_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ClientHost was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientHost')
+                e_members.client_host = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field MemberMetadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberMetadata')
+                e_members.member_metadata = buf[pos:end]
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field MemberAssignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberAssignment')
+                e_members.member_assignment = buf[pos:end]
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
@@ -831,14 +859,56 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v0(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=0)
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
+                raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
+            else:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientId is too long', version=0)
+                out += _S1.pack(len(b_members_client_id))
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
+                raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
+            else:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
+                out += _S1.pack(len(b_members_client_host))
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=0)
+            else:
+                b_members_member_metadata = x_members_member_metadata
+                out += _S0.pack(len(b_members_member_metadata))
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=0)
+            else:
+                b_members_member_assignment = x_members_member_assignment
+                out += _S0.pack(len(b_members_member_assignment))
+                out += b_members_member_assignment
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
-    o = _new(DescribeGroupsResponseDescribedGroup)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroup)
     o.error_message = None
     o.error_code, n = _S3.unpack_from(buf, pos)
     pos += 4
@@ -852,37 +922,31 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: int) -> tup
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupState was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupState is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
         o.group_state = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
         o.protocol_type = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolData was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolData is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
@@ -898,8 +962,60 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: int) -> tup
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
-            app_members(x_members)
+            e_members = _new(DescribeGroupsResponseDescribedGroupMember)
+            e_members.group_instance_id = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ClientId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientId')
+                e_members.client_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ClientHost was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientHost')
+                e_members.client_host = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field MemberMetadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberMetadata')
+                e_members.member_metadata = buf[pos:end]
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field MemberAssignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberAssignment')
+                e_members.member_assignment = buf[pos:end]
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -953,15 +1069,57 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v0(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=3)
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
+                raise ValueOutOfRangeError('non-nullable field ClientId is None', version=3)
+            else:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientId is too long', version=3)
+                out += _S1.pack(len(b_members_client_id))
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
+                raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=3)
+            else:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientHost is too long', version=3)
+                out += _S1.pack(len(b_members_client_host))
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=3)
+            else:
+                b_members_member_metadata = x_members_member_metadata
+                out += _S0.pack(len(b_members_member_metadata))
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=3)
+            else:
+                b_members_member_assignment = x_members_member_assignment
+                out += _S0.pack(len(b_members_member_assignment))
+                out += b_members_member_assignment
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
-    o = _new(DescribeGroupsResponseDescribedGroup)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroup)
     o.error_message = None
     o.error_code, n = _S3.unpack_from(buf, pos)
     pos += 4
@@ -975,37 +1133,31 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: int) -> tup
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupState was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupState is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
         o.group_state = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
         o.protocol_type = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolData was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolData is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
@@ -1021,8 +1173,69 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: int) -> tup
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf, pos)
-            app_members(x_members)
+            e_members = _new(DescribeGroupsResponseDescribedGroupMember)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_members.group_instance_id = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ClientId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientId')
+                e_members.client_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ClientHost was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientHost')
+                e_members.client_host = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field MemberMetadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberMetadata')
+                e_members.member_metadata = buf[pos:end]
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field MemberAssignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberAssignment')
+                e_members.member_assignment = buf[pos:end]
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -1076,15 +1289,66 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
     else:
         out += _S0.pack(len(x_members))
         for e_members in x_members:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v4(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=4)
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out += b'\xff\xff'
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
+                out += _S1.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
+                raise ValueOutOfRangeError('non-nullable field ClientId is None', version=4)
+            else:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientId is too long', version=4)
+                out += _S1.pack(len(b_members_client_id))
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
+                raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=4)
+            else:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientHost is too long', version=4)
+                out += _S1.pack(len(b_members_client_host))
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=4)
+            else:
+                b_members_member_metadata = x_members_member_metadata
+                out += _S0.pack(len(b_members_member_metadata))
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=4)
+            else:
+                b_members_member_assignment = x_members_member_assignment
+                out += _S0.pack(len(b_members_member_assignment))
+                out += b_members_member_assignment
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 4')
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
-    o = _new(DescribeGroupsResponseDescribedGroup)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroup)
     o.error_message = None
     o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
@@ -1166,8 +1430,119 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
-            app_members(x_members)
+            e_members = _new(DescribeGroupsResponseDescribedGroupMember)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ClientId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ClientId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientId')
+                e_members.client_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ClientHost was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ClientHost is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientHost')
+                e_members.client_host = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberMetadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberMetadata')
+                e_members.member_metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberAssignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberAssignment')
+                e_members.member_assignment = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -1259,7 +1634,84 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v5(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=5)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
+                raise ValueOutOfRangeError('non-nullable field ClientId is None', version=5)
+            else:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientId is too long', version=5)
+                m = len(b_members_client_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
+                raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=5)
+            else:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientHost is too long', version=5)
+                m = len(b_members_client_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=5)
+            else:
+                b_members_member_metadata = x_members_member_metadata
+                m = len(b_members_member_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=5)
+            else:
+                b_members_member_assignment = x_members_member_assignment
+                m = len(b_members_member_assignment) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_assignment
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1268,8 +1720,8 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tuple[DescribeGroupsResponseDescribedGroup, int]:
-    o = _new(DescribeGroupsResponseDescribedGroup)
     blen = len(buf)
+    o = _new(DescribeGroupsResponseDescribedGroup)
     o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -1366,8 +1818,119 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
-            app_members(x_members)
+            e_members = _new(DescribeGroupsResponseDescribedGroupMember)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ClientId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ClientId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientId')
+                e_members.client_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ClientHost was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ClientHost is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ClientHost')
+                e_members.client_host = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberMetadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberMetadata')
+                e_members.member_metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberAssignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberAssignment')
+                e_members.member_assignment = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     o.authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -1470,7 +2033,84 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_DescribeGroupsResponseDescribedGroupMember_v5(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=6)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            x_members_client_id = e_members.client_id
+            if x_members_client_id is None:
+                raise ValueOutOfRangeError('non-nullable field ClientId is None', version=6)
+            else:
+                b_members_client_id = x_members_client_id.encode()
+                if len(b_members_client_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientId is too long', version=6)
+                m = len(b_members_client_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_client_id
+            x_members_client_host = e_members.client_host
+            if x_members_client_host is None:
+                raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=6)
+            else:
+                b_members_client_host = x_members_client_host.encode()
+                if len(b_members_client_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ClientHost is too long', version=6)
+                m = len(b_members_client_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_client_host
+            x_members_member_metadata = e_members.member_metadata
+            if x_members_member_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=6)
+            else:
+                b_members_member_metadata = x_members_member_metadata
+                m = len(b_members_member_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_metadata
+            x_members_member_assignment = e_members.member_assignment
+            if x_members_member_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=6)
+            else:
+                b_members_member_assignment = x_members_member_assignment
+                m = len(b_members_member_assignment) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_assignment
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S0.pack(o.authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1479,8 +2119,8 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
 
 
 def _decode_DescribeGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    o = _new(DescribeGroupsResponse)
     blen = len(buf)
+    o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = 0
     n, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -1512,8 +2152,8 @@ def _encode_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, out: bytearray)
 
 
 def _decode_DescribeGroupsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    o = _new(DescribeGroupsResponse)
     blen = len(buf)
+    o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1545,8 +2185,8 @@ def _encode_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, out: bytearray)
 
 
 def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    o = _new(DescribeGroupsResponse)
     blen = len(buf)
+    o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1578,8 +2218,8 @@ def _encode_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, out: bytearray)
 
 
 def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    o = _new(DescribeGroupsResponse)
     blen = len(buf)
+    o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, n = _S4.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1611,8 +2251,8 @@ def _encode_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, out: bytearray)
 
 
 def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    o = _new(DescribeGroupsResponse)
     blen = len(buf)
+    o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1674,8 +2314,8 @@ def _encode_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, out: bytearray)
 
 
 def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    o = _new(DescribeGroupsResponse)
     blen = len(buf)
+    o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -30,8 +30,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>iqq?')
 _S3 = _Struct('>hh')
 _S4 = _Struct('>qq')
@@ -127,28 +127,29 @@ class DescribeLogDirsResponse(Message):
 
 
 def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: int) -> tuple[DescribeLogDirsRequestDescribableLogDirTopic, int]:
-    o = _new(DescribeLogDirsRequestDescribableLogDirTopic)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeLogDirsRequestDescribableLogDirTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -162,7 +163,7 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRe
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b_topic))
+        out += _S1.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
@@ -175,8 +176,8 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRe
 
 
 def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: int) -> tuple[DescribeLogDirsRequestDescribableLogDirTopic, int]:
-    o = _new(DescribeLogDirsRequestDescribableLogDirTopic)
     blen = len(buf)
+    o = _new(DescribeLogDirsRequestDescribableLogDirTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -202,9 +203,12 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: int
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -260,9 +264,9 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(o: DescribeLogDirsRe
 
 
 def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    o = _new(DescribeLogDirsRequest)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(DescribeLogDirsRequest)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.topics = None
@@ -272,8 +276,31 @@ def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeLog
         lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DescribeLogDirsRequestDescribableLogDirTopic)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_topics.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -284,16 +311,32 @@ def _encode_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, out: bytearray)
     if x_topics is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(e_topics, out)
+            x_topics_topic = e_topics.topic
+            if x_topics_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
+            else:
+                b_topics_topic = x_topics_topic.encode()
+                if len(b_topics_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=0)
+                out += _S1.pack(len(b_topics_topic))
+                out += b_topics_topic
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                out += (_Ci32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>i{k_topics_partitions}i')).pack(k_topics_partitions, *x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    o = _new(DescribeLogDirsRequest)
     blen = len(buf)
+    o = _new(DescribeLogDirsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -308,8 +351,59 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLog
         lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DescribeLogDirsRequestDescribableLogDirTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Topic is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_topics.topic = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -344,7 +438,34 @@ def _encode_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, out: bytearray)
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(e_topics, out)
+            x_topics_topic = e_topics.topic
+            if x_topics_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
+            else:
+                b_topics_topic = x_topics_topic.encode()
+                if len(b_topics_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=2)
+                m = len(b_topics_topic) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_topic
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -366,8 +487,8 @@ def _encode_DescribeLogDirsResponsePartition_v0(o: DescribeLogDirsResponsePartit
 
 
 def _decode_DescribeLogDirsResponsePartition_v2(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponsePartition, int]:
-    o = _new(DescribeLogDirsResponsePartition)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponsePartition)
     o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S2.unpack_from(buf, pos)
     pos += 21
     n = buf[pos]
@@ -401,21 +522,19 @@ def _encode_DescribeLogDirsResponsePartition_v2(o: DescribeLogDirsResponsePartit
 
 
 def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponseTopic, int]:
-    o = _new(DescribeLogDirsResponseTopic)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeLogDirsResponseTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -425,8 +544,11 @@ def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: int) -> tuple[Descr
         lst_partitions: list[DescribeLogDirsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DescribeLogDirsResponsePartition)
+            e_partitions.partition_index, e_partitions.partition_size, e_partitions.offset_lag, e_partitions.is_future_key = _S2.unpack_from(buf, pos)
+            pos += 21
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -440,22 +562,24 @@ def _encode_DescribeLogDirsResponseTopic_v0(o: DescribeLogDirsResponseTopic, out
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x_partitions))
+        out += _S0.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_DescribeLogDirsResponsePartition_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.partition_size, e_partitions.offset_lag, e_partitions.is_future_key)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponseTopic, int]:
-    o = _new(DescribeLogDirsResponseTopic)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -486,8 +610,29 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[Descr
         lst_partitions: list[DescribeLogDirsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DescribeLogDirsResponsePartition)
+            e_partitions.partition_index, e_partitions.partition_size, e_partitions.offset_lag, e_partitions.is_future_key = _S2.unpack_from(buf, pos)
+            pos += 21
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -535,7 +680,11 @@ def _encode_DescribeLogDirsResponseTopic_v2(o: DescribeLogDirsResponseTopic, out
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DescribeLogDirsResponsePartition_v2(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.partition_size, e_partitions.offset_lag, e_partitions.is_future_key)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -543,8 +692,8 @@ def _encode_DescribeLogDirsResponseTopic_v2(o: DescribeLogDirsResponseTopic, out
 
 
 def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponseResult, int]:
-    o = _new(DescribeLogDirsResponseResult)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponseResult)
     o.total_bytes = -1
     o.usable_bytes = -1
     o.is_cordoned = False
@@ -560,7 +709,7 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
             raise _truncated('LogDir')
         o.log_dir = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -578,7 +727,7 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_log_dir = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=0)
@@ -586,13 +735,13 @@ def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, o
         b_log_dir = x_log_dir.encode()
         if len(b_log_dir) > 0x7FFF:
             raise ValueOutOfRangeError('string field LogDir is too long', version=0)
-        out += _S0.pack(len(b_log_dir))
+        out += _S1.pack(len(b_log_dir))
         out += b_log_dir
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_DescribeLogDirsResponseTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -600,12 +749,12 @@ def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, o
 
 
 def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponseResult, int]:
-    o = _new(DescribeLogDirsResponseResult)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponseResult)
     o.total_bytes = -1
     o.usable_bytes = -1
     o.is_cordoned = False
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -663,7 +812,7 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeLogDirsResponseResult_v2(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_log_dir = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=2)
@@ -695,10 +844,10 @@ def _encode_DescribeLogDirsResponseResult_v2(o: DescribeLogDirsResponseResult, o
 
 
 def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponseResult, int]:
-    o = _new(DescribeLogDirsResponseResult)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponseResult)
     o.is_cordoned = False
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -758,7 +907,7 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_log_dir = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=4)
@@ -791,9 +940,9 @@ def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, o
 
 
 def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponseResult, int]:
-    o = _new(DescribeLogDirsResponseResult)
     blen = len(buf)
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o = _new(DescribeLogDirsResponseResult)
+    o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -853,7 +1002,7 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: int) -> tuple[Desc
 
 
 def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_log_dir = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=5)
@@ -886,8 +1035,8 @@ def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, o
 
 
 def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    o = _new(DescribeLogDirsResponse)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponse)
     o.error_code = 0
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
@@ -907,12 +1056,12 @@ def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeLo
 
 
 def _encode_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_results = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
-        out += _S1.pack(len(x_results))
+        out += _S0.pack(len(x_results))
         for e_results in x_results:
             _encode_DescribeLogDirsResponseResult_v0(e_results, out)
     if o.unknown_tagged_fields:
@@ -920,10 +1069,10 @@ def _encode_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, out: bytearra
 
 
 def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    o = _new(DescribeLogDirsResponse)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponse)
     o.error_code = 0
-    o.throttle_time_ms, = _S1.unpack_from(buf, pos)
+    o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -965,7 +1114,7 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeLo
 
 
 def _encode_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_results = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
@@ -984,8 +1133,8 @@ def _encode_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, out: bytearra
 
 
 def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    o = _new(DescribeLogDirsResponse)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1047,8 +1196,8 @@ def _encode_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, out: bytearra
 
 
 def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    o = _new(DescribeLogDirsResponse)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1110,8 +1259,8 @@ def _encode_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, out: bytearra
 
 
 def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    o = _new(DescribeLogDirsResponse)
     blen = len(buf)
+    o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _S7.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

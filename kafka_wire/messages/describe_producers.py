@@ -109,8 +109,8 @@ class DescribeProducersResponse(Message):
 
 
 def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: int) -> tuple[DescribeProducersRequestTopicRequest, int]:
-    o = _new(DescribeProducersRequestTopicRequest)
     blen = len(buf)
+    o = _new(DescribeProducersRequestTopicRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -136,9 +136,12 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: int) -> tup
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -194,8 +197,8 @@ def _encode_DescribeProducersRequestTopicRequest_v0(o: DescribeProducersRequestT
 
 
 def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeProducersRequest, int]:
-    o = _new(DescribeProducersRequest)
     blen = len(buf)
+    o = _new(DescribeProducersRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -210,8 +213,59 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeP
         lst_topics: list[DescribeProducersRequestTopicRequest] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DescribeProducersRequestTopicRequest_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DescribeProducersRequestTopicRequest)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -246,7 +300,34 @@ def _encode_DescribeProducersRequest_v0(o: DescribeProducersRequest, out: bytear
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DescribeProducersRequestTopicRequest_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -254,8 +335,8 @@ def _encode_DescribeProducersRequest_v0(o: DescribeProducersRequest, out: bytear
 
 
 def _decode_DescribeProducersResponseProducerState_v0(buf: bytes, pos: int) -> tuple[DescribeProducersResponseProducerState, int]:
-    o = _new(DescribeProducersResponseProducerState)
     blen = len(buf)
+    o = _new(DescribeProducersResponseProducerState)
     o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset = _S0.unpack_from(buf, pos)
     pos += 36
     n = buf[pos]
@@ -289,8 +370,8 @@ def _encode_DescribeProducersResponseProducerState_v0(o: DescribeProducersRespon
 
 
 def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) -> tuple[DescribeProducersResponsePartitionResponse, int]:
-    o = _new(DescribeProducersResponsePartitionResponse)
     blen = len(buf)
+    o = _new(DescribeProducersResponsePartitionResponse)
     o.partition_index, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -323,8 +404,29 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) 
         lst_active_producers: list[DescribeProducersResponseProducerState] = []
         app_active_producers = lst_active_producers.append
         for _ in range(n):
-            x_active_producers, pos = _decode_DescribeProducersResponseProducerState_v0(buf, pos)
-            app_active_producers(x_active_producers)
+            e_active_producers = _new(DescribeProducersResponseProducerState)
+            e_active_producers.producer_id, e_active_producers.producer_epoch, e_active_producers.last_sequence, e_active_producers.last_timestamp, e_active_producers.coordinator_epoch, e_active_producers.current_txn_start_offset = _S0.unpack_from(buf, pos)
+            pos += 36
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_active_producers.unknown_tagged_fields = ()
+            else:
+                unknown_e_active_producers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_active_producers.append((tag, buf[pos:end]))
+                        pos = end
+                e_active_producers.unknown_tagged_fields = tuple(unknown_e_active_producers)
+            app_active_producers(e_active_producers)
         o.active_producers = lst_active_producers
     n = buf[pos]
     if n < 0x80:
@@ -373,7 +475,11 @@ def _encode_DescribeProducersResponsePartitionResponse_v0(o: DescribeProducersRe
         else:
             _write_uvarint(out, m)
         for e_active_producers in x_active_producers:
-            _encode_DescribeProducersResponseProducerState_v0(e_active_producers, out)
+            out += _S0.pack(e_active_producers.producer_id, e_active_producers.producer_epoch, e_active_producers.last_sequence, e_active_producers.last_timestamp, e_active_producers.coordinator_epoch, e_active_producers.current_txn_start_offset)
+            if e_active_producers.unknown_tagged_fields:
+                _write_tagged(out, [], e_active_producers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -381,8 +487,8 @@ def _encode_DescribeProducersResponsePartitionResponse_v0(o: DescribeProducersRe
 
 
 def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: int) -> tuple[DescribeProducersResponseTopicResponse, int]:
-    o = _new(DescribeProducersResponseTopicResponse)
     blen = len(buf)
+    o = _new(DescribeProducersResponseTopicResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -470,8 +576,8 @@ def _encode_DescribeProducersResponseTopicResponse_v0(o: DescribeProducersRespon
 
 
 def _decode_DescribeProducersResponse_v0(buf: bytes, pos: int) -> tuple[DescribeProducersResponse, int]:
-    o = _new(DescribeProducersResponse)
     blen = len(buf)
+    o = _new(DescribeProducersResponse)
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

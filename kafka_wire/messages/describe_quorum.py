@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -161,8 +170,8 @@ class DescribeQuorumResponse(Message):
 
 
 def _decode_DescribeQuorumRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:
-    o = _new(DescribeQuorumRequestPartitionData)
     blen = len(buf)
+    o = _new(DescribeQuorumRequestPartitionData)
     o.partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -196,8 +205,8 @@ def _encode_DescribeQuorumRequestPartitionData_v0(o: DescribeQuorumRequestPartit
 
 
 def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumRequestTopicData, int]:
-    o = _new(DescribeQuorumRequestTopicData)
     blen = len(buf)
+    o = _new(DescribeQuorumRequestTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -228,8 +237,29 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
         lst_partitions: list[DescribeQuorumRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DescribeQuorumRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DescribeQuorumRequestPartitionData)
+            e_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -277,7 +307,11 @@ def _encode_DescribeQuorumRequestTopicData_v0(o: DescribeQuorumRequestTopicData,
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DescribeQuorumRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -285,8 +319,8 @@ def _encode_DescribeQuorumRequestTopicData_v0(o: DescribeQuorumRequestTopicData,
 
 
 def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    o = _new(DescribeQuorumRequest)
     blen = len(buf)
+    o = _new(DescribeQuorumRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -345,8 +379,8 @@ def _encode_DescribeQuorumRequest_v0(o: DescribeQuorumRequest, out: bytearray) -
 
 
 def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseReplicaState, int]:
-    o = _new(DescribeQuorumResponseReplicaState)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseReplicaState)
     o.replica_directory_id = ZERO_UUID
     o.last_fetch_timestamp = -1
     o.last_caught_up_timestamp = -1
@@ -385,8 +419,8 @@ def _encode_DescribeQuorumResponseReplicaState_v0(o: DescribeQuorumResponseRepli
 
 
 def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseReplicaState, int]:
-    o = _new(DescribeQuorumResponseReplicaState)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseReplicaState)
     o.replica_directory_id = ZERO_UUID
     o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S2.unpack_from(buf, pos)
     pos += 28
@@ -423,11 +457,11 @@ def _encode_DescribeQuorumResponseReplicaState_v1(o: DescribeQuorumResponseRepli
 
 
 def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseReplicaState, int]:
-    o = _new(DescribeQuorumResponseReplicaState)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseReplicaState)
     o.replica_id, u_replica_directory_id_raw, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S3.unpack_from(buf, pos)
     pos += 44
-    o.replica_directory_id = UUID(bytes=u_replica_directory_id_raw)
+    o.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -459,8 +493,8 @@ def _encode_DescribeQuorumResponseReplicaState_v2(o: DescribeQuorumResponseRepli
 
 
 def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumResponsePartitionData, int]:
-    o = _new(DescribeQuorumResponsePartitionData)
     blen = len(buf)
+    o = _new(DescribeQuorumResponsePartitionData)
     o.error_message = ''
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S4.unpack_from(buf, pos)
     pos += 22
@@ -478,8 +512,32 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
         app_current_voters = lst_current_voters.append
         for _ in range(n):
-            x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
-            app_current_voters(x_current_voters)
+            e_current_voters = _new(DescribeQuorumResponseReplicaState)
+            e_current_voters.replica_directory_id = ZERO_UUID
+            e_current_voters.last_fetch_timestamp = -1
+            e_current_voters.last_caught_up_timestamp = -1
+            e_current_voters.replica_id, e_current_voters.log_end_offset = _S1.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_current_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_current_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_current_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_current_voters.unknown_tagged_fields = tuple(unknown_e_current_voters)
+            app_current_voters(e_current_voters)
         o.current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
@@ -495,8 +553,32 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
         app_observers = lst_observers.append
         for _ in range(n):
-            x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
-            app_observers(x_observers)
+            e_observers = _new(DescribeQuorumResponseReplicaState)
+            e_observers.replica_directory_id = ZERO_UUID
+            e_observers.last_fetch_timestamp = -1
+            e_observers.last_caught_up_timestamp = -1
+            e_observers.replica_id, e_observers.log_end_offset = _S1.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_observers.unknown_tagged_fields = ()
+            else:
+                unknown_e_observers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_observers.append((tag, buf[pos:end]))
+                        pos = end
+                e_observers.unknown_tagged_fields = tuple(unknown_e_observers)
+            app_observers(e_observers)
         o.observers = lst_observers
     n = buf[pos]
     if n < 0x80:
@@ -532,7 +614,13 @@ def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePart
         else:
             _write_uvarint(out, m)
         for e_current_voters in x_current_voters:
-            _encode_DescribeQuorumResponseReplicaState_v0(e_current_voters, out)
+            if e_current_voters.replica_directory_id != ZERO_UUID:
+                raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=0)
+            out += _S1.pack(e_current_voters.replica_id, e_current_voters.log_end_offset)
+            if e_current_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_current_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_observers = o.observers
     if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=0)
@@ -543,7 +631,13 @@ def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePart
         else:
             _write_uvarint(out, m)
         for e_observers in x_observers:
-            _encode_DescribeQuorumResponseReplicaState_v0(e_observers, out)
+            if e_observers.replica_directory_id != ZERO_UUID:
+                raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=0)
+            out += _S1.pack(e_observers.replica_id, e_observers.log_end_offset)
+            if e_observers.unknown_tagged_fields:
+                _write_tagged(out, [], e_observers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -551,8 +645,8 @@ def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePart
 
 
 def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponsePartitionData, int]:
-    o = _new(DescribeQuorumResponsePartitionData)
     blen = len(buf)
+    o = _new(DescribeQuorumResponsePartitionData)
     o.error_message = ''
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S4.unpack_from(buf, pos)
     pos += 22
@@ -570,8 +664,30 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
         app_current_voters = lst_current_voters.append
         for _ in range(n):
-            x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
-            app_current_voters(x_current_voters)
+            e_current_voters = _new(DescribeQuorumResponseReplicaState)
+            e_current_voters.replica_directory_id = ZERO_UUID
+            e_current_voters.replica_id, e_current_voters.log_end_offset, e_current_voters.last_fetch_timestamp, e_current_voters.last_caught_up_timestamp = _S2.unpack_from(buf, pos)
+            pos += 28
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_current_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_current_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_current_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_current_voters.unknown_tagged_fields = tuple(unknown_e_current_voters)
+            app_current_voters(e_current_voters)
         o.current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
@@ -587,8 +703,30 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
         app_observers = lst_observers.append
         for _ in range(n):
-            x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
-            app_observers(x_observers)
+            e_observers = _new(DescribeQuorumResponseReplicaState)
+            e_observers.replica_directory_id = ZERO_UUID
+            e_observers.replica_id, e_observers.log_end_offset, e_observers.last_fetch_timestamp, e_observers.last_caught_up_timestamp = _S2.unpack_from(buf, pos)
+            pos += 28
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_observers.unknown_tagged_fields = ()
+            else:
+                unknown_e_observers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_observers.append((tag, buf[pos:end]))
+                        pos = end
+                e_observers.unknown_tagged_fields = tuple(unknown_e_observers)
+            app_observers(e_observers)
         o.observers = lst_observers
     n = buf[pos]
     if n < 0x80:
@@ -624,7 +762,13 @@ def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePart
         else:
             _write_uvarint(out, m)
         for e_current_voters in x_current_voters:
-            _encode_DescribeQuorumResponseReplicaState_v1(e_current_voters, out)
+            if e_current_voters.replica_directory_id != ZERO_UUID:
+                raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=1)
+            out += _S2.pack(e_current_voters.replica_id, e_current_voters.log_end_offset, e_current_voters.last_fetch_timestamp, e_current_voters.last_caught_up_timestamp)
+            if e_current_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_current_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_observers = o.observers
     if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=1)
@@ -635,7 +779,13 @@ def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePart
         else:
             _write_uvarint(out, m)
         for e_observers in x_observers:
-            _encode_DescribeQuorumResponseReplicaState_v1(e_observers, out)
+            if e_observers.replica_directory_id != ZERO_UUID:
+                raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=1)
+            out += _S2.pack(e_observers.replica_id, e_observers.log_end_offset, e_observers.last_fetch_timestamp, e_observers.last_caught_up_timestamp)
+            if e_observers.unknown_tagged_fields:
+                _write_tagged(out, [], e_observers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -643,8 +793,8 @@ def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePart
 
 
 def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponsePartitionData, int]:
-    o = _new(DescribeQuorumResponsePartitionData)
     blen = len(buf)
+    o = _new(DescribeQuorumResponsePartitionData)
     o.partition_index, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -679,8 +829,30 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
         app_current_voters = lst_current_voters.append
         for _ in range(n):
-            x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
-            app_current_voters(x_current_voters)
+            e_current_voters = _new(DescribeQuorumResponseReplicaState)
+            e_current_voters.replica_id, u_replica_directory_id_raw, e_current_voters.log_end_offset, e_current_voters.last_fetch_timestamp, e_current_voters.last_caught_up_timestamp = _S3.unpack_from(buf, pos)
+            pos += 44
+            e_current_voters.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_current_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_current_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_current_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_current_voters.unknown_tagged_fields = tuple(unknown_e_current_voters)
+            app_current_voters(e_current_voters)
         o.current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
@@ -696,8 +868,30 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
         app_observers = lst_observers.append
         for _ in range(n):
-            x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
-            app_observers(x_observers)
+            e_observers = _new(DescribeQuorumResponseReplicaState)
+            e_observers.replica_id, u_replica_directory_id_raw, e_observers.log_end_offset, e_observers.last_fetch_timestamp, e_observers.last_caught_up_timestamp = _S3.unpack_from(buf, pos)
+            pos += 44
+            e_observers.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_observers.unknown_tagged_fields = ()
+            else:
+                unknown_e_observers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_observers.append((tag, buf[pos:end]))
+                        pos = end
+                e_observers.unknown_tagged_fields = tuple(unknown_e_observers)
+            app_observers(e_observers)
         o.observers = lst_observers
     n = buf[pos]
     if n < 0x80:
@@ -747,7 +941,11 @@ def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePart
         else:
             _write_uvarint(out, m)
         for e_current_voters in x_current_voters:
-            _encode_DescribeQuorumResponseReplicaState_v2(e_current_voters, out)
+            out += _S3.pack(e_current_voters.replica_id, e_current_voters.replica_directory_id.bytes, e_current_voters.log_end_offset, e_current_voters.last_fetch_timestamp, e_current_voters.last_caught_up_timestamp)
+            if e_current_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_current_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_observers = o.observers
     if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=2)
@@ -758,7 +956,11 @@ def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePart
         else:
             _write_uvarint(out, m)
         for e_observers in x_observers:
-            _encode_DescribeQuorumResponseReplicaState_v2(e_observers, out)
+            out += _S3.pack(e_observers.replica_id, e_observers.replica_directory_id.bytes, e_observers.log_end_offset, e_observers.last_fetch_timestamp, e_observers.last_caught_up_timestamp)
+            if e_observers.unknown_tagged_fields:
+                _write_tagged(out, [], e_observers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -766,8 +968,8 @@ def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePart
 
 
 def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseTopicData, int]:
-    o = _new(DescribeQuorumResponseTopicData)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -855,8 +1057,8 @@ def _encode_DescribeQuorumResponseTopicData_v0(o: DescribeQuorumResponseTopicDat
 
 
 def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseTopicData, int]:
-    o = _new(DescribeQuorumResponseTopicData)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -944,8 +1146,8 @@ def _encode_DescribeQuorumResponseTopicData_v1(o: DescribeQuorumResponseTopicDat
 
 
 def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseTopicData, int]:
-    o = _new(DescribeQuorumResponseTopicData)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1033,8 +1235,8 @@ def _encode_DescribeQuorumResponseTopicData_v2(o: DescribeQuorumResponseTopicDat
 
 
 def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseListener, int]:
-    o = _new(DescribeQuorumResponseListener)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseListener)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1126,8 +1328,8 @@ def _encode_DescribeQuorumResponseListener_v2(o: DescribeQuorumResponseListener,
 
 
 def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponseNode, int]:
-    o = _new(DescribeQuorumResponseNode)
     blen = len(buf)
+    o = _new(DescribeQuorumResponseNode)
     o.node_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1144,8 +1346,61 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
         lst_listeners: list[DescribeQuorumResponseListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_DescribeQuorumResponseListener_v2(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(DescribeQuorumResponseListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, = _S7.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
@@ -1181,7 +1436,37 @@ def _encode_DescribeQuorumResponseNode_v2(o: DescribeQuorumResponseNode, out: by
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_DescribeQuorumResponseListener_v2(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S7.pack(e_listeners.port)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1189,8 +1474,8 @@ def _encode_DescribeQuorumResponseNode_v2(o: DescribeQuorumResponseNode, out: by
 
 
 def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    o = _new(DescribeQuorumResponse)
     blen = len(buf)
+    o = _new(DescribeQuorumResponse)
     o.error_message = ''
     o.nodes = []
     o.error_code, = _S8.unpack_from(buf, pos)
@@ -1256,8 +1541,8 @@ def _encode_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, out: bytearray)
 
 
 def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    o = _new(DescribeQuorumResponse)
     blen = len(buf)
+    o = _new(DescribeQuorumResponse)
     o.error_message = ''
     o.nodes = []
     o.error_code, = _S8.unpack_from(buf, pos)
@@ -1323,8 +1608,8 @@ def _encode_DescribeQuorumResponse_v1(o: DescribeQuorumResponse, out: bytearray)
 
 
 def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    o = _new(DescribeQuorumResponse)
     blen = len(buf)
+    o = _new(DescribeQuorumResponse)
     o.error_code, = _S8.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]

@@ -11,10 +11,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -126,8 +136,8 @@ class DescribeShareGroupOffsetsResponse(Message):
 
 
 def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsRequestTopic, int]:
-    o = _new(DescribeShareGroupOffsetsRequestTopic)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -153,9 +163,12 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tu
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -211,8 +224,8 @@ def _encode_DescribeShareGroupOffsetsRequestTopic_v0(o: DescribeShareGroupOffset
 
 
 def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsRequestGroup, int]:
-    o = _new(DescribeShareGroupOffsetsRequestGroup)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsRequestGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -243,8 +256,59 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tu
         lst_topics: list[DescribeShareGroupOffsetsRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DescribeShareGroupOffsetsRequestTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_topics.topic_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -292,7 +356,34 @@ def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffset
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DescribeShareGroupOffsetsRequestTopic_v0(e_topics, out)
+            x_topics_topic_name = e_topics.topic_name
+            if x_topics_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_topics_topic_name = x_topics_topic_name.encode()
+                if len(b_topics_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                m = len(b_topics_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_topic_name
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -300,8 +391,8 @@ def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffset
 
 
 def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsRequest, int]:
-    o = _new(DescribeShareGroupOffsetsRequest)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -360,8 +451,8 @@ def _encode_DescribeShareGroupOffsetsRequest_v0(o: DescribeShareGroupOffsetsRequ
 
 
 def _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponsePartition, int]:
-    o = _new(DescribeShareGroupOffsetsResponsePartition)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponsePartition)
     o.lag = -1
     o.partition_index, o.start_offset, o.leader_epoch, o.error_code = _S0.unpack_from(buf, pos)
     pos += 18
@@ -425,8 +516,8 @@ def _encode_DescribeShareGroupOffsetsResponsePartition_v0(o: DescribeShareGroupO
 
 
 def _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponsePartition, int]:
-    o = _new(DescribeShareGroupOffsetsResponsePartition)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponsePartition)
     o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code = _S1.unpack_from(buf, pos)
     pos += 26
     n = buf[pos]
@@ -489,8 +580,8 @@ def _encode_DescribeShareGroupOffsetsResponsePartition_v1(o: DescribeShareGroupO
 
 
 def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseTopic, int]:
-    o = _new(DescribeShareGroupOffsetsResponseTopic)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -509,7 +600,7 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
         pos = end
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -524,8 +615,46 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
         lst_partitions: list[DescribeShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DescribeShareGroupOffsetsResponsePartition)
+            e_partitions.lag = -1
+            e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.error_code = _S0.unpack_from(buf, pos)
+            pos += 18
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -574,7 +703,24 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffse
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DescribeShareGroupOffsetsResponsePartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -582,8 +728,8 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseTopic, int]:
-    o = _new(DescribeShareGroupOffsetsResponseTopic)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -602,7 +748,7 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
         pos = end
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -617,8 +763,45 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
         lst_partitions: list[DescribeShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DescribeShareGroupOffsetsResponsePartition)
+            e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.lag, e_partitions.error_code = _S1.unpack_from(buf, pos)
+            pos += 26
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -667,7 +850,24 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffse
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DescribeShareGroupOffsetsResponsePartition_v1(e_partitions, out)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.lag, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -675,8 +875,8 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseGroup, int]:
-    o = _new(DescribeShareGroupOffsetsResponseGroup)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponseGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -796,8 +996,8 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponseGroup, int]:
-    o = _new(DescribeShareGroupOffsetsResponseGroup)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponseGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -917,8 +1117,8 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
-    o = _new(DescribeShareGroupOffsetsResponse)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponse)
     o.throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -980,8 +1180,8 @@ def _encode_DescribeShareGroupOffsetsResponse_v0(o: DescribeShareGroupOffsetsRes
 
 
 def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeShareGroupOffsetsResponse, int]:
-    o = _new(DescribeShareGroupOffsetsResponse)
     blen = len(buf)
+    o = _new(DescribeShareGroupOffsetsResponse)
     o.throttle_time_ms, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

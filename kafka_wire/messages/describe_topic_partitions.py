@@ -11,10 +11,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -139,8 +149,8 @@ class DescribeTopicPartitionsResponse(Message):
 
 
 def _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsRequestTopicRequest, int]:
-    o = _new(DescribeTopicPartitionsRequestTopicRequest)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsRequestTopicRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -200,8 +210,8 @@ def _encode_DescribeTopicPartitionsRequestTopicRequest_v0(o: DescribeTopicPartit
 
 
 def _decode_DescribeTopicPartitionsRequestCursor_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsRequestCursor, int]:
-    o = _new(DescribeTopicPartitionsRequestCursor)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsRequestCursor)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -264,8 +274,8 @@ def _encode_DescribeTopicPartitionsRequestCursor_v0(o: DescribeTopicPartitionsRe
 
 
 def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsRequest, int]:
-    o = _new(DescribeTopicPartitionsRequest)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -280,8 +290,43 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: int) -> tuple[Des
         lst_topics: list[DescribeTopicPartitionsRequestTopicRequest] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DescribeTopicPartitionsRequestTopicRequest)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.response_partition_limit, n = _S1.unpack_from(buf, pos)
     pos += 5
@@ -322,7 +367,23 @@ def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest,
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DescribeTopicPartitionsRequestTopicRequest_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S0.pack(o.response_partition_limit)
     x_cursor = o.cursor
     if x_cursor is None:
@@ -337,8 +398,8 @@ def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest,
 
 
 def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsResponsePartition, int]:
-    o = _new(DescribeTopicPartitionsResponsePartition)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsResponsePartition)
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]
@@ -350,9 +411,12 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     if n < 0:
         raise _invalid('non-nullable field ReplicaNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('ReplicaNodes')
+            o.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -363,9 +427,12 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     if n < 0:
         raise _invalid('non-nullable field IsrNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('IsrNodes')
+            o.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -376,9 +443,12 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     if n < 0:
         o.eligible_leader_replicas = None
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('EligibleLeaderReplicas')
-        o.eligible_leader_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.eligible_leader_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('EligibleLeaderReplicas')
+            o.eligible_leader_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -389,9 +459,12 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     if n < 0:
         o.last_known_elr = None
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('LastKnownElr')
-        o.last_known_elr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.last_known_elr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('LastKnownElr')
+            o.last_known_elr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -402,9 +475,12 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int) ->
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -492,8 +568,8 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
 
 
 def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsResponseTopic, int]:
-    o = _new(DescribeTopicPartitionsResponseTopic)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsResponseTopic)
     o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -514,7 +590,7 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int) -> tup
         pos = end
     u_topic_id_raw, o.is_internal = _S4.unpack_from(buf, pos)
     pos += 17
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -529,8 +605,109 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int) -> tup
         lst_partitions: list[DescribeTopicPartitionsResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(DescribeTopicPartitionsResponsePartition)
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S2.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.eligible_leader_replicas = None
+            else:
+                if n < 64:
+                    e_partitions.eligible_leader_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('EligibleLeaderReplicas')
+                    e_partitions.eligible_leader_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.last_known_elr = None
+            else:
+                if n < 64:
+                    e_partitions.last_known_elr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('LastKnownElr')
+                    e_partitions.last_known_elr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.topic_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -582,7 +759,66 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsRe
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_DescribeTopicPartitionsResponsePartition_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_eligible_leader_replicas = e_partitions.eligible_leader_replicas
+            if x_partitions_eligible_leader_replicas is None:
+                out.append(0)
+            else:
+                k_partitions_eligible_leader_replicas = len(x_partitions_eligible_leader_replicas)
+                m = k_partitions_eligible_leader_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_eligible_leader_replicas] if k_partitions_eligible_leader_replicas < 64 else _Struct(f'>{k_partitions_eligible_leader_replicas}i')).pack(*x_partitions_eligible_leader_replicas)
+            x_partitions_last_known_elr = e_partitions.last_known_elr
+            if x_partitions_last_known_elr is None:
+                out.append(0)
+            else:
+                k_partitions_last_known_elr = len(x_partitions_last_known_elr)
+                m = k_partitions_last_known_elr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_last_known_elr] if k_partitions_last_known_elr < 64 else _Struct(f'>{k_partitions_last_known_elr}i')).pack(*x_partitions_last_known_elr)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=0)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S0.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -591,8 +827,8 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsRe
 
 
 def _decode_DescribeTopicPartitionsResponseCursor_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsResponseCursor, int]:
-    o = _new(DescribeTopicPartitionsResponseCursor)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsResponseCursor)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -655,8 +891,8 @@ def _encode_DescribeTopicPartitionsResponseCursor_v0(o: DescribeTopicPartitionsR
 
 
 def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeTopicPartitionsResponse, int]:
-    o = _new(DescribeTopicPartitionsResponse)
     blen = len(buf)
+    o = _new(DescribeTopicPartitionsResponse)
     o.throttle_time_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

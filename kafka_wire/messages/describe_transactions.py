@@ -85,8 +85,8 @@ class DescribeTransactionsResponse(Message):
 
 
 def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeTransactionsRequest, int]:
-    o = _new(DescribeTransactionsRequest)
     blen = len(buf)
+    o = _new(DescribeTransactionsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -166,8 +166,8 @@ def _encode_DescribeTransactionsRequest_v0(o: DescribeTransactionsRequest, out: 
 
 
 def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: int) -> tuple[DescribeTransactionsResponseTopicData, int]:
-    o = _new(DescribeTransactionsResponseTopicData)
     blen = len(buf)
+    o = _new(DescribeTransactionsResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -193,9 +193,12 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: int) -> tu
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -251,8 +254,8 @@ def _encode_DescribeTransactionsResponseTopicData_v0(o: DescribeTransactionsResp
 
 
 def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int) -> tuple[DescribeTransactionsResponseTransactionState, int]:
-    o = _new(DescribeTransactionsResponseTransactionState)
     blen = len(buf)
+    o = _new(DescribeTransactionsResponseTransactionState)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -303,8 +306,59 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int
         lst_topics: list[DescribeTransactionsResponseTopicData] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_DescribeTransactionsResponseTopicData_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(DescribeTransactionsResponseTopicData)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Topic is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_topics.topic = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topics.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topics.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -367,7 +421,34 @@ def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransacti
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_DescribeTransactionsResponseTopicData_v0(e_topics, out)
+            x_topics_topic = e_topics.topic
+            if x_topics_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
+            else:
+                b_topics_topic = x_topics_topic.encode()
+                if len(b_topics_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=0)
+                m = len(b_topics_topic) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_topic
+            x_topics_partitions = e_topics.partitions
+            if x_topics_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topics_partitions = len(x_topics_partitions)
+                m = k_topics_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partitions] if k_topics_partitions < 64 else _Struct(f'>{k_topics_partitions}i')).pack(*x_topics_partitions)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -375,8 +456,8 @@ def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransacti
 
 
 def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeTransactionsResponse, int]:
-    o = _new(DescribeTransactionsResponse)
     blen = len(buf)
+    o = _new(DescribeTransactionsResponse)
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -90,8 +90,8 @@ class DescribeUserScramCredentialsResponse(Message):
 
 
 def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: int) -> tuple[DescribeUserScramCredentialsRequestUserName, int]:
-    o = _new(DescribeUserScramCredentialsRequestUserName)
     blen = len(buf)
+    o = _new(DescribeUserScramCredentialsRequestUserName)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -151,8 +151,8 @@ def _encode_DescribeUserScramCredentialsRequestUserName_v0(o: DescribeUserScramC
 
 
 def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeUserScramCredentialsRequest, int]:
-    o = _new(DescribeUserScramCredentialsRequest)
     blen = len(buf)
+    o = _new(DescribeUserScramCredentialsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -167,8 +167,43 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
         lst_users: list[DescribeUserScramCredentialsRequestUserName] = []
         app_users = lst_users.append
         for _ in range(n):
-            x_users, pos = _decode_DescribeUserScramCredentialsRequestUserName_v0(buf, pos)
-            app_users(x_users)
+            e_users = _new(DescribeUserScramCredentialsRequestUserName)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_users.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_users.unknown_tagged_fields = ()
+            else:
+                unknown_e_users = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_users.append((tag, buf[pos:end]))
+                        pos = end
+                e_users.unknown_tagged_fields = tuple(unknown_e_users)
+            app_users(e_users)
         o.users = lst_users
     n = buf[pos]
     if n < 0x80:
@@ -203,7 +238,23 @@ def _encode_DescribeUserScramCredentialsRequest_v0(o: DescribeUserScramCredentia
         else:
             _write_uvarint(out, m)
         for e_users in x_users:
-            _encode_DescribeUserScramCredentialsRequestUserName_v0(e_users, out)
+            x_users_name = e_users.name
+            if x_users_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_users_name = x_users_name.encode()
+                if len(b_users_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_users_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_users_name
+            if e_users.unknown_tagged_fields:
+                _write_tagged(out, [], e_users.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -211,8 +262,8 @@ def _encode_DescribeUserScramCredentialsRequest_v0(o: DescribeUserScramCredentia
 
 
 def _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf: bytes, pos: int) -> tuple[DescribeUserScramCredentialsResponseCredentialInfo, int]:
-    o = _new(DescribeUserScramCredentialsResponseCredentialInfo)
     blen = len(buf)
+    o = _new(DescribeUserScramCredentialsResponseCredentialInfo)
     o.mechanism, o.iterations = _S0.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -246,8 +297,8 @@ def _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0(o: DescribeUse
 
 
 def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) -> tuple[DescribeUserScramCredentialsResponseResult, int]:
-    o = _new(DescribeUserScramCredentialsResponseResult)
     blen = len(buf)
+    o = _new(DescribeUserScramCredentialsResponseResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -296,8 +347,29 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
         lst_credential_infos: list[DescribeUserScramCredentialsResponseCredentialInfo] = []
         app_credential_infos = lst_credential_infos.append
         for _ in range(n):
-            x_credential_infos, pos = _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf, pos)
-            app_credential_infos(x_credential_infos)
+            e_credential_infos = _new(DescribeUserScramCredentialsResponseCredentialInfo)
+            e_credential_infos.mechanism, e_credential_infos.iterations = _S0.unpack_from(buf, pos)
+            pos += 5
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_credential_infos.unknown_tagged_fields = ()
+            else:
+                unknown_e_credential_infos = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_credential_infos.append((tag, buf[pos:end]))
+                        pos = end
+                e_credential_infos.unknown_tagged_fields = tuple(unknown_e_credential_infos)
+            app_credential_infos(e_credential_infos)
         o.credential_infos = lst_credential_infos
     n = buf[pos]
     if n < 0x80:
@@ -359,7 +431,11 @@ def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCr
         else:
             _write_uvarint(out, m)
         for e_credential_infos in x_credential_infos:
-            _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0(e_credential_infos, out)
+            out += _S0.pack(e_credential_infos.mechanism, e_credential_infos.iterations)
+            if e_credential_infos.unknown_tagged_fields:
+                _write_tagged(out, [], e_credential_infos.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -367,8 +443,8 @@ def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCr
 
 
 def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeUserScramCredentialsResponse, int]:
-    o = _new(DescribeUserScramCredentialsResponse)
     blen = len(buf)
+    o = _new(DescribeUserScramCredentialsResponse)
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

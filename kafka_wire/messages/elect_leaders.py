@@ -28,8 +28,8 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>bi')
 _S3 = _Struct('>b')
 _S4 = _Struct('>ihh')
@@ -107,28 +107,29 @@ class ElectLeadersResponse(Message):
 
 
 def _decode_ElectLeadersRequestTopicPartitions_v0(buf: bytes, pos: int) -> tuple[ElectLeadersRequestTopicPartitions, int]:
-    o = _new(ElectLeadersRequestTopicPartitions)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(ElectLeadersRequestTopicPartitions)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -142,7 +143,7 @@ def _encode_ElectLeadersRequestTopicPartitions_v0(o: ElectLeadersRequestTopicPar
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b_topic))
+        out += _S1.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
@@ -155,8 +156,8 @@ def _encode_ElectLeadersRequestTopicPartitions_v0(o: ElectLeadersRequestTopicPar
 
 
 def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRequestTopicPartitions, int]:
-    o = _new(ElectLeadersRequestTopicPartitions)
     blen = len(buf)
+    o = _new(ElectLeadersRequestTopicPartitions)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -182,9 +183,12 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: int) -> tuple
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -240,10 +244,10 @@ def _encode_ElectLeadersRequestTopicPartitions_v2(o: ElectLeadersRequestTopicPar
 
 
 def _decode_ElectLeadersRequest_v0(buf: bytes, pos: int) -> tuple[ElectLeadersRequest, int]:
-    o = _new(ElectLeadersRequest)
     blen = len(buf)
+    o = _new(ElectLeadersRequest)
     o.election_type = 0
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.topic_partitions = None
@@ -253,10 +257,33 @@ def _decode_ElectLeadersRequest_v0(buf: bytes, pos: int) -> tuple[ElectLeadersRe
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ElectLeadersRequestTopicPartitions)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_topic_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topic_partitions.unknown_tagged_fields = ()
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
-    o.timeout_ms, = _S1.unpack_from(buf, pos)
+    o.timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -269,17 +296,33 @@ def _encode_ElectLeadersRequest_v0(o: ElectLeadersRequest, out: bytearray) -> No
     if x_topic_partitions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x_topic_partitions))
+        out += _S0.pack(len(x_topic_partitions))
         for e_topic_partitions in x_topic_partitions:
-            _encode_ElectLeadersRequestTopicPartitions_v0(e_topic_partitions, out)
-    out += _S1.pack(o.timeout_ms)
+            x_topic_partitions_topic = e_topic_partitions.topic
+            if x_topic_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
+            else:
+                b_topic_partitions_topic = x_topic_partitions_topic.encode()
+                if len(b_topic_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=0)
+                out += _S1.pack(len(b_topic_partitions_topic))
+                out += b_topic_partitions_topic
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                out += (_Ci32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>i{k_topic_partitions_partitions}i')).pack(k_topic_partitions_partitions, *x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
+    out += _S0.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ElectLeadersRequest_v1(buf: bytes, pos: int) -> tuple[ElectLeadersRequest, int]:
-    o = _new(ElectLeadersRequest)
     blen = len(buf)
+    o = _new(ElectLeadersRequest)
     o.election_type, n = _S2.unpack_from(buf, pos)
     pos += 5
     if n < 0:
@@ -290,10 +333,33 @@ def _decode_ElectLeadersRequest_v1(buf: bytes, pos: int) -> tuple[ElectLeadersRe
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ElectLeadersRequestTopicPartitions)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_topic_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topic_partitions.unknown_tagged_fields = ()
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
-    o.timeout_ms, = _S1.unpack_from(buf, pos)
+    o.timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -305,17 +371,33 @@ def _encode_ElectLeadersRequest_v1(o: ElectLeadersRequest, out: bytearray) -> No
     if x_topic_partitions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S1.pack(len(x_topic_partitions))
+        out += _S0.pack(len(x_topic_partitions))
         for e_topic_partitions in x_topic_partitions:
-            _encode_ElectLeadersRequestTopicPartitions_v0(e_topic_partitions, out)
-    out += _S1.pack(o.timeout_ms)
+            x_topic_partitions_topic = e_topic_partitions.topic
+            if x_topic_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
+            else:
+                b_topic_partitions_topic = x_topic_partitions_topic.encode()
+                if len(b_topic_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=1)
+                out += _S1.pack(len(b_topic_partitions_topic))
+                out += b_topic_partitions_topic
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                out += (_Ci32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>i{k_topic_partitions_partitions}i')).pack(k_topic_partitions_partitions, *x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
+    out += _S0.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRequest, int]:
-    o = _new(ElectLeadersRequest)
     blen = len(buf)
+    o = _new(ElectLeadersRequest)
     o.election_type, = _S3.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -332,10 +414,61 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v2(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ElectLeadersRequestTopicPartitions)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Topic is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_topic_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_partitions.unknown_tagged_fields = tuple(unknown_e_topic_partitions)
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
-    o.timeout_ms, = _S1.unpack_from(buf, pos)
+    o.timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -371,8 +504,35 @@ def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            _encode_ElectLeadersRequestTopicPartitions_v2(e_topic_partitions, out)
-    out += _S1.pack(o.timeout_ms)
+            x_topic_partitions_topic = e_topic_partitions.topic
+            if x_topic_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
+            else:
+                b_topic_partitions_topic = x_topic_partitions_topic.encode()
+                if len(b_topic_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=2)
+                m = len(b_topic_partitions_topic) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topic_partitions_topic
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
+    out += _S0.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -380,8 +540,8 @@ def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, out: bytearray) -> No
 
 
 def _decode_ElectLeadersResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[ElectLeadersResponsePartitionResult, int]:
-    o = _new(ElectLeadersResponsePartitionResult)
     blen = len(buf)
+    o = _new(ElectLeadersResponsePartitionResult)
     o.partition_id, o.error_code, n = _S4.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -407,15 +567,15 @@ def _encode_ElectLeadersResponsePartitionResult_v0(o: ElectLeadersResponsePartit
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b_error_message))
+        out += _S1.pack(len(b_error_message))
         out += b_error_message
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: int) -> tuple[ElectLeadersResponsePartitionResult, int]:
-    o = _new(ElectLeadersResponsePartitionResult)
     blen = len(buf)
+    o = _new(ElectLeadersResponsePartitionResult)
     o.partition_id, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -478,21 +638,19 @@ def _encode_ElectLeadersResponsePartitionResult_v2(o: ElectLeadersResponsePartit
 
 
 def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: int) -> tuple[ElectLeadersResponseReplicaElectionResult, int]:
-    o = _new(ElectLeadersResponseReplicaElectionResult)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(ElectLeadersResponseReplicaElectionResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field PartitionResult was null')
@@ -502,8 +660,21 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: int) -
         lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
         app_partition_result = lst_partition_result.append
         for _ in range(n):
-            x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v0(buf, pos)
-            app_partition_result(x_partition_result)
+            e_partition_result = _new(ElectLeadersResponsePartitionResult)
+            e_partition_result.partition_id, e_partition_result.error_code, n = _S4.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                e_partition_result.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partition_result.error_message = buf[pos:end].decode()
+                pos = end
+            e_partition_result.unknown_tagged_fields = ()
+            app_partition_result(e_partition_result)
         o.partition_result = lst_partition_result
     o.unknown_tagged_fields = ()
     return o, pos
@@ -517,22 +688,33 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v0(o: ElectLeadersResponse
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S0.pack(len(b_topic))
+        out += _S1.pack(len(b_topic))
         out += b_topic
     x_partition_result = o.partition_result
     if x_partition_result is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResult is None', version=0)
     else:
-        out += _S1.pack(len(x_partition_result))
+        out += _S0.pack(len(x_partition_result))
         for e_partition_result in x_partition_result:
-            _encode_ElectLeadersResponsePartitionResult_v0(e_partition_result, out)
+            out += _S5.pack(e_partition_result.partition_id, e_partition_result.error_code)
+            x_partition_result_error_message = e_partition_result.error_message
+            if x_partition_result_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_partition_result_error_message = x_partition_result_error_message.encode()
+                if len(b_partition_result_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                out += _S1.pack(len(b_partition_result_error_message))
+                out += b_partition_result_error_message
+            if e_partition_result.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -> tuple[ElectLeadersResponseReplicaElectionResult, int]:
-    o = _new(ElectLeadersResponseReplicaElectionResult)
     blen = len(buf)
+    o = _new(ElectLeadersResponseReplicaElectionResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -563,8 +745,45 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
         lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
         app_partition_result = lst_partition_result.append
         for _ in range(n):
-            x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v2(buf, pos)
-            app_partition_result(x_partition_result)
+            e_partition_result = _new(ElectLeadersResponsePartitionResult)
+            e_partition_result.partition_id, e_partition_result.error_code = _S5.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partition_result.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partition_result.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_result.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_result = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_result.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_result.unknown_tagged_fields = tuple(unknown_e_partition_result)
+            app_partition_result(e_partition_result)
         o.partition_result = lst_partition_result
     n = buf[pos]
     if n < 0x80:
@@ -612,7 +831,24 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponse
         else:
             _write_uvarint(out, m)
         for e_partition_result in x_partition_result:
-            _encode_ElectLeadersResponsePartitionResult_v2(e_partition_result, out)
+            out += _S5.pack(e_partition_result.partition_id, e_partition_result.error_code)
+            x_partition_result_error_message = e_partition_result.error_message
+            if x_partition_result_error_message is None:
+                out.append(0)
+            else:
+                b_partition_result_error_message = x_partition_result_error_message.encode()
+                if len(b_partition_result_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=2)
+                m = len(b_partition_result_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partition_result_error_message
+            if e_partition_result.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_result.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -620,8 +856,8 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponse
 
 
 def _decode_ElectLeadersResponse_v0(buf: bytes, pos: int) -> tuple[ElectLeadersResponse, int]:
-    o = _new(ElectLeadersResponse)
     blen = len(buf)
+    o = _new(ElectLeadersResponse)
     o.error_code = 0
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
@@ -643,12 +879,12 @@ def _decode_ElectLeadersResponse_v0(buf: bytes, pos: int) -> tuple[ElectLeadersR
 def _encode_ElectLeadersResponse_v0(o: ElectLeadersResponse, out: bytearray) -> None:
     if o.error_code != 0:
         raise FieldNotInVersionError('non-default ErrorCode cannot be written', version=0)
-    out += _S1.pack(o.throttle_time_ms)
+    out += _S0.pack(o.throttle_time_ms)
     x_replica_election_results = o.replica_election_results
     if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=0)
     else:
-        out += _S1.pack(len(x_replica_election_results))
+        out += _S0.pack(len(x_replica_election_results))
         for e_replica_election_results in x_replica_election_results:
             _encode_ElectLeadersResponseReplicaElectionResult_v0(e_replica_election_results, out)
     if o.unknown_tagged_fields:
@@ -656,8 +892,8 @@ def _encode_ElectLeadersResponse_v0(o: ElectLeadersResponse, out: bytearray) -> 
 
 
 def _decode_ElectLeadersResponse_v1(buf: bytes, pos: int) -> tuple[ElectLeadersResponse, int]:
-    o = _new(ElectLeadersResponse)
     blen = len(buf)
+    o = _new(ElectLeadersResponse)
     o.throttle_time_ms, o.error_code, n = _S7.unpack_from(buf, pos)
     pos += 10
     if n < 0:
@@ -681,7 +917,7 @@ def _encode_ElectLeadersResponse_v1(o: ElectLeadersResponse, out: bytearray) -> 
     if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=1)
     else:
-        out += _S1.pack(len(x_replica_election_results))
+        out += _S0.pack(len(x_replica_election_results))
         for e_replica_election_results in x_replica_election_results:
             _encode_ElectLeadersResponseReplicaElectionResult_v0(e_replica_election_results, out)
     if o.unknown_tagged_fields:
@@ -689,8 +925,8 @@ def _encode_ElectLeadersResponse_v1(o: ElectLeadersResponse, out: bytearray) -> 
 
 
 def _decode_ElectLeadersResponse_v2(buf: bytes, pos: int) -> tuple[ElectLeadersResponse, int]:
-    o = _new(ElectLeadersResponse)
     blen = len(buf)
+    o = _new(ElectLeadersResponse)
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

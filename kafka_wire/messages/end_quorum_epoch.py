@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -33,8 +35,8 @@ _new = object.__new__
 _S0 = _Struct('>i16s')
 _S1 = _Struct('>iiii')
 _S2 = _Struct('>iii')
-_S3 = _Struct('>h')
-_S4 = _Struct('>i')
+_S3 = _Struct('>i')
+_S4 = _Struct('>h')
 _S5 = _Struct('>H')
 _S6 = _Struct('>ihii')
 _S7 = _Struct('>hi')
@@ -169,11 +171,11 @@ class EndQuorumEpochResponse(Message):
 
 
 def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequestReplicaInfo, int]:
-    o = _new(EndQuorumEpochRequestReplicaInfo)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequestReplicaInfo)
     o.candidate_id, u_candidate_directory_id_raw = _S0.unpack_from(buf, pos)
     pos += 20
-    o.candidate_directory_id = UUID(bytes=u_candidate_directory_id_raw)
+    o.candidate_directory_id = ZERO_UUID if u_candidate_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_candidate_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -205,17 +207,20 @@ def _encode_EndQuorumEpochRequestReplicaInfo_v1(o: EndQuorumEpochRequestReplicaI
 
 
 def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequestPartitionData, int]:
-    o = _new(EndQuorumEpochRequestPartitionData)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequestPartitionData)
     o.preferred_candidates = []
     o.partition_index, o.leader_id, o.leader_epoch, n = _S1.unpack_from(buf, pos)
     pos += 16
     if n < 0:
         raise _invalid('non-nullable field PreferredSuccessors was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PreferredSuccessors')
-        o.preferred_successors = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.preferred_successors = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PreferredSuccessors')
+            o.preferred_successors = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -234,8 +239,8 @@ def _encode_EndQuorumEpochRequestPartitionData_v0(o: EndQuorumEpochRequestPartit
 
 
 def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequestPartitionData, int]:
-    o = _new(EndQuorumEpochRequestPartitionData)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequestPartitionData)
     o.preferred_successors = []
     o.partition_index, o.leader_id, o.leader_epoch = _S2.unpack_from(buf, pos)
     pos += 12
@@ -253,8 +258,30 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
         lst_preferred_candidates: list[EndQuorumEpochRequestReplicaInfo] = []
         app_preferred_candidates = lst_preferred_candidates.append
         for _ in range(n):
-            x_preferred_candidates, pos = _decode_EndQuorumEpochRequestReplicaInfo_v1(buf, pos)
-            app_preferred_candidates(x_preferred_candidates)
+            e_preferred_candidates = _new(EndQuorumEpochRequestReplicaInfo)
+            e_preferred_candidates.candidate_id, u_candidate_directory_id_raw = _S0.unpack_from(buf, pos)
+            pos += 20
+            e_preferred_candidates.candidate_directory_id = ZERO_UUID if u_candidate_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_candidate_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_preferred_candidates.unknown_tagged_fields = ()
+            else:
+                unknown_e_preferred_candidates = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_preferred_candidates.append((tag, buf[pos:end]))
+                        pos = end
+                e_preferred_candidates.unknown_tagged_fields = tuple(unknown_e_preferred_candidates)
+            app_preferred_candidates(e_preferred_candidates)
         o.preferred_candidates = lst_preferred_candidates
     n = buf[pos]
     if n < 0x80:
@@ -290,7 +317,11 @@ def _encode_EndQuorumEpochRequestPartitionData_v1(o: EndQuorumEpochRequestPartit
         else:
             _write_uvarint(out, m)
         for e_preferred_candidates in x_preferred_candidates:
-            _encode_EndQuorumEpochRequestReplicaInfo_v1(e_preferred_candidates, out)
+            out += _S0.pack(e_preferred_candidates.candidate_id, e_preferred_candidates.candidate_directory_id.bytes)
+            if e_preferred_candidates.unknown_tagged_fields:
+                _write_tagged(out, [], e_preferred_candidates.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -298,21 +329,19 @@ def _encode_EndQuorumEpochRequestPartitionData_v1(o: EndQuorumEpochRequestPartit
 
 
 def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequestTopicData, int]:
-    o = _new(EndQuorumEpochRequestTopicData)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(EndQuorumEpochRequestTopicData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -322,8 +351,22 @@ def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[End
         lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(EndQuorumEpochRequestPartitionData)
+            e_partitions.preferred_candidates = []
+            e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch, n = _S1.unpack_from(buf, pos)
+            pos += 16
+            if n < 0:
+                raise _invalid('non-nullable field PreferredSuccessors was null')
+            else:
+                if n < 64:
+                    e_partitions.preferred_successors = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PreferredSuccessors')
+                    e_partitions.preferred_successors = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -337,22 +380,30 @@ def _encode_EndQuorumEpochRequestTopicData_v0(o: EndQuorumEpochRequestTopicData,
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S3.pack(len(b_topic_name))
+        out += _S4.pack(len(b_topic_name))
         out += b_topic_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_EndQuorumEpochRequestPartitionData_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_preferred_successors = e_partitions.preferred_successors
+            if x_partitions_preferred_successors is None:
+                raise ValueOutOfRangeError('non-nullable field PreferredSuccessors is None', version=0)
+            else:
+                k_partitions_preferred_successors = len(x_partitions_preferred_successors)
+                out += (_Ci32[k_partitions_preferred_successors] if k_partitions_preferred_successors < 64 else _Struct(f'>i{k_partitions_preferred_successors}i')).pack(k_partitions_preferred_successors, *x_partitions_preferred_successors)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequestTopicData, int]:
-    o = _new(EndQuorumEpochRequestTopicData)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequestTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -440,8 +491,8 @@ def _encode_EndQuorumEpochRequestTopicData_v1(o: EndQuorumEpochRequestTopicData,
 
 
 def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequestLeaderEndpoint, int]:
-    o = _new(EndQuorumEpochRequestLeaderEndpoint)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequestLeaderEndpoint)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -533,22 +584,20 @@ def _encode_EndQuorumEpochRequestLeaderEndpoint_v1(o: EndQuorumEpochRequestLeade
 
 
 def _decode_EndQuorumEpochRequest_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequest, int]:
-    o = _new(EndQuorumEpochRequest)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequest)
     o.leader_endpoints = []
-    n, = _S3.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
         o.cluster_id = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -573,13 +622,13 @@ def _encode_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, out: bytearray) -
         b_cluster_id = x_cluster_id.encode()
         if len(b_cluster_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
-        out += _S3.pack(len(b_cluster_id))
+        out += _S4.pack(len(b_cluster_id))
         out += b_cluster_id
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_EndQuorumEpochRequestTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -587,8 +636,8 @@ def _encode_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, out: bytearray) -
 
 
 def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochRequest, int]:
-    o = _new(EndQuorumEpochRequest)
     blen = len(buf)
+    o = _new(EndQuorumEpochRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -636,8 +685,61 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
         lst_leader_endpoints: list[EndQuorumEpochRequestLeaderEndpoint] = []
         app_leader_endpoints = lst_leader_endpoints.append
         for _ in range(n):
-            x_leader_endpoints, pos = _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
-            app_leader_endpoints(x_leader_endpoints)
+            e_leader_endpoints = _new(EndQuorumEpochRequestLeaderEndpoint)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_leader_endpoints.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_leader_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_leader_endpoints.port, = _S5.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_leader_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_leader_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_leader_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_leader_endpoints.unknown_tagged_fields = tuple(unknown_e_leader_endpoints)
+            app_leader_endpoints(e_leader_endpoints)
         o.leader_endpoints = lst_leader_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -696,7 +798,37 @@ def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, out: bytearray) -
         else:
             _write_uvarint(out, m)
         for e_leader_endpoints in x_leader_endpoints:
-            _encode_EndQuorumEpochRequestLeaderEndpoint_v1(e_leader_endpoints, out)
+            x_leader_endpoints_name = e_leader_endpoints.name
+            if x_leader_endpoints_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_leader_endpoints_name = x_leader_endpoints_name.encode()
+                if len(b_leader_endpoints_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_leader_endpoints_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_leader_endpoints_name
+            x_leader_endpoints_host = e_leader_endpoints.host
+            if x_leader_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_leader_endpoints_host = x_leader_endpoints_host.encode()
+                if len(b_leader_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_leader_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_leader_endpoints_host
+            out += _S5.pack(e_leader_endpoints.port)
+            if e_leader_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_leader_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -718,8 +850,8 @@ def _encode_EndQuorumEpochResponsePartitionData_v0(o: EndQuorumEpochResponsePart
 
 
 def _decode_EndQuorumEpochResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponsePartitionData, int]:
-    o = _new(EndQuorumEpochResponsePartitionData)
     blen = len(buf)
+    o = _new(EndQuorumEpochResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S6.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]
@@ -753,21 +885,19 @@ def _encode_EndQuorumEpochResponsePartitionData_v1(o: EndQuorumEpochResponsePart
 
 
 def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponseTopicData, int]:
-    o = _new(EndQuorumEpochResponseTopicData)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(EndQuorumEpochResponseTopicData)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -777,8 +907,11 @@ def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[En
         lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(EndQuorumEpochResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S6.unpack_from(buf, pos)
+            pos += 14
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -792,22 +925,24 @@ def _encode_EndQuorumEpochResponseTopicData_v0(o: EndQuorumEpochResponseTopicDat
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S3.pack(len(b_topic_name))
+        out += _S4.pack(len(b_topic_name))
         out += b_topic_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_EndQuorumEpochResponsePartitionData_v0(e_partitions, out)
+            out += _S6.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponseTopicData, int]:
-    o = _new(EndQuorumEpochResponseTopicData)
     blen = len(buf)
+    o = _new(EndQuorumEpochResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -838,8 +973,29 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
         lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(EndQuorumEpochResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S6.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -887,7 +1043,11 @@ def _encode_EndQuorumEpochResponseTopicData_v1(o: EndQuorumEpochResponseTopicDat
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_EndQuorumEpochResponsePartitionData_v1(e_partitions, out)
+            out += _S6.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -895,9 +1055,9 @@ def _encode_EndQuorumEpochResponseTopicData_v1(o: EndQuorumEpochResponseTopicDat
 
 
 def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponseNodeEndpoint, int]:
-    o = _new(EndQuorumEpochResponseNodeEndpoint)
     blen = len(buf)
-    o.node_id, = _S4.unpack_from(buf, pos)
+    o = _new(EndQuorumEpochResponseNodeEndpoint)
+    o.node_id, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -940,7 +1100,7 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple
 
 
 def _encode_EndQuorumEpochResponseNodeEndpoint_v1(o: EndQuorumEpochResponseNodeEndpoint, out: bytearray) -> None:
-    out += _S4.pack(o.node_id)
+    out += _S3.pack(o.node_id)
     x_host = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
@@ -962,8 +1122,8 @@ def _encode_EndQuorumEpochResponseNodeEndpoint_v1(o: EndQuorumEpochResponseNodeE
 
 
 def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponse, int]:
-    o = _new(EndQuorumEpochResponse)
     blen = len(buf)
+    o = _new(EndQuorumEpochResponse)
     o.node_endpoints = []
     o.error_code, n = _S7.unpack_from(buf, pos)
     pos += 6
@@ -985,12 +1145,12 @@ def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[EndQuorumEp
 def _encode_EndQuorumEpochResponse_v0(o: EndQuorumEpochResponse, out: bytearray) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    out += _S3.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_EndQuorumEpochResponseTopicData_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -998,10 +1158,10 @@ def _encode_EndQuorumEpochResponse_v0(o: EndQuorumEpochResponse, out: bytearray)
 
 
 def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpochResponse, int]:
-    o = _new(EndQuorumEpochResponse)
     blen = len(buf)
+    o = _new(EndQuorumEpochResponse)
     o.node_endpoints = []
-    o.error_code, = _S3.unpack_from(buf, pos)
+    o.error_code, = _S4.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1047,8 +1207,47 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
                     lst_node_endpoints: list[EndQuorumEpochResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(EndQuorumEpochResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S3.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S5.unpack_from(buf, pos)
+                        pos += 2
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -1061,7 +1260,7 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
 
 
 def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray) -> None:
-    out += _S3.pack(o.error_code)
+    out += _S4.pack(o.error_code)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
@@ -1086,7 +1285,25 @@ def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray)
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_EndQuorumEpochResponseNodeEndpoint_v1(e_node_endpoints, t)
+                t += _S3.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=1)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S5.pack(e_node_endpoints.port)
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

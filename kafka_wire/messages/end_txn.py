@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>qh?')
+_S0 = _Struct('>qh?')
+_S1 = _Struct('>h')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>ihqh')
 
@@ -59,21 +59,19 @@ class EndTxnResponse(Message):
 
 
 def _decode_EndTxnRequest_v0(buf: bytes, pos: int) -> tuple[EndTxnRequest, int]:
-    o = _new(EndTxnRequest)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(EndTxnRequest)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id, o.producer_epoch, o.committed = _S1.unpack_from(buf, pos)
+    o.producer_id, o.producer_epoch, o.committed = _S0.unpack_from(buf, pos)
     pos += 11
     o.unknown_tagged_fields = ()
     return o, pos
@@ -87,16 +85,16 @@ def _encode_EndTxnRequest_v0(o: EndTxnRequest, out: bytearray) -> None:
         b_transactional_id = x_transactional_id.encode()
         if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        out += _S0.pack(len(b_transactional_id))
+        out += _S1.pack(len(b_transactional_id))
         out += b_transactional_id
-    out += _S1.pack(o.producer_id, o.producer_epoch, o.committed)
+    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_EndTxnRequest_v3(buf: bytes, pos: int) -> tuple[EndTxnRequest, int]:
-    o = _new(EndTxnRequest)
     blen = len(buf)
+    o = _new(EndTxnRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -113,7 +111,7 @@ def _decode_EndTxnRequest_v3(buf: bytes, pos: int) -> tuple[EndTxnRequest, int]:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id, o.producer_epoch, o.committed = _S1.unpack_from(buf, pos)
+    o.producer_id, o.producer_epoch, o.committed = _S0.unpack_from(buf, pos)
     pos += 11
     n = buf[pos]
     if n < 0x80:
@@ -151,7 +149,7 @@ def _encode_EndTxnRequest_v3(o: EndTxnRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         out += b_transactional_id
-    out += _S1.pack(o.producer_id, o.producer_epoch, o.committed)
+    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -175,8 +173,8 @@ def _encode_EndTxnResponse_v0(o: EndTxnResponse, out: bytearray) -> None:
 
 
 def _decode_EndTxnResponse_v3(buf: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    o = _new(EndTxnResponse)
     blen = len(buf)
+    o = _new(EndTxnResponse)
     o.producer_id = -1
     o.producer_epoch = -1
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
@@ -212,8 +210,8 @@ def _encode_EndTxnResponse_v3(o: EndTxnResponse, out: bytearray) -> None:
 
 
 def _decode_EndTxnResponse_v5(buf: bytes, pos: int) -> tuple[EndTxnResponse, int]:
-    o = _new(EndTxnResponse)
     blen = len(buf)
+    o = _new(EndTxnResponse)
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S3.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]

@@ -50,8 +50,8 @@ class EnvelopeResponse(Message):
 
 
 def _decode_EnvelopeRequest_v0(buf: bytes, pos: int) -> tuple[EnvelopeRequest, int]:
-    o = _new(EnvelopeRequest)
     blen = len(buf)
+    o = _new(EnvelopeRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -157,8 +157,8 @@ def _encode_EnvelopeRequest_v0(o: EnvelopeRequest, out: bytearray) -> None:
 
 
 def _decode_EnvelopeResponse_v0(buf: bytes, pos: int) -> tuple[EnvelopeResponse, int]:
-    o = _new(EnvelopeResponse)
     blen = len(buf)
+    o = _new(EnvelopeResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

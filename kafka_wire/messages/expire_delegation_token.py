@@ -54,8 +54,8 @@ class ExpireDelegationTokenResponse(Message):
 
 
 def _decode_ExpireDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
-    o = _new(ExpireDelegationTokenRequest)
     blen = len(buf)
+    o = _new(ExpireDelegationTokenRequest)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -86,8 +86,8 @@ def _encode_ExpireDelegationTokenRequest_v0(o: ExpireDelegationTokenRequest, out
 
 
 def _decode_ExpireDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
-    o = _new(ExpireDelegationTokenRequest)
     blen = len(buf)
+    o = _new(ExpireDelegationTokenRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -160,8 +160,8 @@ def _encode_ExpireDelegationTokenResponse_v0(o: ExpireDelegationTokenResponse, o
 
 
 def _decode_ExpireDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
-    o = _new(ExpireDelegationTokenResponse)
     blen = len(buf)
+    o = _new(ExpireDelegationTokenResponse)
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S2.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]

@@ -18,6 +18,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -26,6 +27,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -39,8 +41,8 @@ _S3 = _Struct('>iiqqi')
 _S4 = _Struct('>iiqiqi')
 _S5 = _Struct('>16s')
 _S6 = _Struct('>q')
-_S7 = _Struct('>h')
-_S8 = _Struct('>i')
+_S7 = _Struct('>i')
+_S8 = _Struct('>h')
 _S9 = _Struct('>iiii')
 _S10 = _Struct('>iii')
 _S11 = _Struct('>iiiii')
@@ -287,8 +289,8 @@ class FetchResponse(Message):
 
 
 def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: int) -> tuple[FetchRequestReplicaState, int]:
-    o = _new(FetchRequestReplicaState)
     blen = len(buf)
+    o = _new(FetchRequestReplicaState)
     o.replica_id, o.replica_epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -382,8 +384,8 @@ def _encode_FetchRequestPartition_v9(o: FetchRequestPartition, out: bytearray) -
 
 
 def _decode_FetchRequestPartition_v12(buf: bytes, pos: int) -> tuple[FetchRequestPartition, int]:
-    o = _new(FetchRequestPartition)
     blen = len(buf)
+    o = _new(FetchRequestPartition)
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S4.unpack_from(buf, pos)
@@ -421,8 +423,8 @@ def _encode_FetchRequestPartition_v12(o: FetchRequestPartition, out: bytearray) 
 
 
 def _decode_FetchRequestPartition_v17(buf: bytes, pos: int) -> tuple[FetchRequestPartition, int]:
-    o = _new(FetchRequestPartition)
     blen = len(buf)
+    o = _new(FetchRequestPartition)
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S4.unpack_from(buf, pos)
@@ -441,7 +443,7 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: int) -> tuple[FetchReques
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
-                o.replica_directory_id = UUID(bytes=raw)
+                o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
             elif tag in (1,):
                 raise _invalid(f'tag {tag} is not valid in version 17')
@@ -469,8 +471,8 @@ def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, out: bytearray) 
 
 
 def _decode_FetchRequestPartition_v18(buf: bytes, pos: int) -> tuple[FetchRequestPartition, int]:
-    o = _new(FetchRequestPartition)
     blen = len(buf)
+    o = _new(FetchRequestPartition)
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S4.unpack_from(buf, pos)
@@ -489,7 +491,7 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: int) -> tuple[FetchReques
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
-                o.replica_directory_id = UUID(bytes=raw)
+                o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
             elif tag == 1:
                 o.high_watermark, = _S6.unpack_from(buf, pos)
@@ -522,22 +524,20 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, out: bytearray) 
 
 
 def _decode_FetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -547,8 +547,16 @@ def _decode_FetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[FetchRequestTopi
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.current_leader_epoch = -1
+            e_partitions.last_fetched_epoch = -1
+            e_partitions.log_start_offset = -1
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.fetch_offset, e_partitions.partition_max_bytes = _S1.unpack_from(buf, pos)
+            pos += 16
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -562,36 +570,38 @@ def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, out: bytearray) -> None:
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v0(e_partitions, out)
+            if e_partitions.last_fetched_epoch != -1:
+                raise FieldNotInVersionError('non-default LastFetchedEpoch cannot be written', version=0)
+            out += _S1.pack(e_partitions.partition, e_partitions.fetch_offset, e_partitions.partition_max_bytes)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_FetchRequestTopic_v5(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -601,8 +611,15 @@ def _decode_FetchRequestTopic_v5(buf: bytes, pos: int) -> tuple[FetchRequestTopi
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v5(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.current_leader_epoch = -1
+            e_partitions.last_fetched_epoch = -1
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.fetch_offset, e_partitions.log_start_offset, e_partitions.partition_max_bytes = _S2.unpack_from(buf, pos)
+            pos += 24
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -616,36 +633,38 @@ def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, out: bytearray) -> None:
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=5)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v5(e_partitions, out)
+            if e_partitions.last_fetched_epoch != -1:
+                raise FieldNotInVersionError('non-default LastFetchedEpoch cannot be written', version=5)
+            out += _S2.pack(e_partitions.partition, e_partitions.fetch_offset, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_FetchRequestTopic_v9(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -655,8 +674,14 @@ def _decode_FetchRequestTopic_v9(buf: bytes, pos: int) -> tuple[FetchRequestTopi
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v9(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.last_fetched_epoch = -1
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.log_start_offset, e_partitions.partition_max_bytes = _S3.unpack_from(buf, pos)
+            pos += 28
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -670,22 +695,26 @@ def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, out: bytearray) -> None:
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=9)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v9(e_partitions, out)
+            if e_partitions.last_fetched_epoch != -1:
+                raise FieldNotInVersionError('non-default LastFetchedEpoch cannot be written', version=9)
+            out += _S3.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 9')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 9')
 
 
 def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -717,8 +746,33 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes = _S4.unpack_from(buf, pos)
+            pos += 32
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if tag in (0, 1):
+                        raise _invalid(f'tag {tag} is not valid in version 12')
+                    else:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -766,7 +820,11 @@ def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v12(e_partitions, out)
+            out += _S4.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -774,12 +832,12 @@ def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, out: bytearray) -> None:
 
 
 def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -794,8 +852,33 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes = _S4.unpack_from(buf, pos)
+            pos += 32
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if tag in (0, 1):
+                        raise _invalid(f'tag {tag} is not valid in version 13')
+                    else:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -831,7 +914,11 @@ def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v12(e_partitions, out)
+            out += _S4.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -839,12 +926,12 @@ def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, out: bytearray) -> None:
 
 
 def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -859,8 +946,37 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v17(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes = _S4.unpack_from(buf, pos)
+            pos += 32
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if tag == 0:
+                        raw, = _S5.unpack_from(buf, pos)
+                        e_partitions.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                    elif tag in (1,):
+                        raise _invalid(f'tag {tag} is not valid in version 17')
+                    else:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -896,7 +1012,16 @@ def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v17(e_partitions, out)
+            out += _S4.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
+            known_e_partitions: list[tuple[int, bytes | bytearray]] = []
+            if e_partitions.replica_directory_id != ZERO_UUID:
+                t_e_partitions = bytearray()
+                t_e_partitions += _S5.pack(e_partitions.replica_directory_id.bytes)
+                known_e_partitions.append((0, t_e_partitions))
+            if e_partitions.unknown_tagged_fields or known_e_partitions:
+                _write_tagged(out, known_e_partitions, e_partitions.unknown_tagged_fields, frozenset([0]))
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -904,12 +1029,12 @@ def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, out: bytearray) -> None:
 
 
 def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTopic, int]:
-    o = _new(FetchRequestTopic)
     blen = len(buf)
+    o = _new(FetchRequestTopic)
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -924,8 +1049,38 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchRequestPartition_v18(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchRequestPartition)
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.high_watermark = 9223372036854775807
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes = _S4.unpack_from(buf, pos)
+            pos += 32
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if tag == 0:
+                        raw, = _S5.unpack_from(buf, pos)
+                        e_partitions.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                    elif tag == 1:
+                        e_partitions.high_watermark, = _S6.unpack_from(buf, pos)
+                        pos += 8
+                    else:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -961,7 +1116,20 @@ def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_FetchRequestPartition_v18(e_partitions, out)
+            out += _S4.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
+            known_e_partitions: list[tuple[int, bytes | bytearray]] = []
+            if e_partitions.replica_directory_id != ZERO_UUID:
+                t_e_partitions = bytearray()
+                t_e_partitions += _S5.pack(e_partitions.replica_directory_id.bytes)
+                known_e_partitions.append((0, t_e_partitions))
+            if e_partitions.high_watermark != 9223372036854775807:
+                t_e_partitions = bytearray()
+                t_e_partitions += _S6.pack(e_partitions.high_watermark)
+                known_e_partitions.append((1, t_e_partitions))
+            if e_partitions.unknown_tagged_fields or known_e_partitions:
+                _write_tagged(out, known_e_partitions, e_partitions.unknown_tagged_fields, frozenset([0, 1]))
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -969,29 +1137,30 @@ def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, out: bytearray) -> None:
 
 
 def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: int) -> tuple[FetchRequestForgottenTopic, int]:
-    o = _new(FetchRequestForgottenTopic)
     blen = len(buf)
+    o = _new(FetchRequestForgottenTopic)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1005,7 +1174,7 @@ def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, out: by
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=7)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
@@ -1018,8 +1187,8 @@ def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, out: by
 
 
 def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestForgottenTopic, int]:
-    o = _new(FetchRequestForgottenTopic)
     blen = len(buf)
+    o = _new(FetchRequestForgottenTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1046,9 +1215,12 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchR
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1104,12 +1276,12 @@ def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, out: b
 
 
 def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestForgottenTopic, int]:
-    o = _new(FetchRequestForgottenTopic)
     blen = len(buf)
+    o = _new(FetchRequestForgottenTopic)
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1119,9 +1291,12 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1165,8 +1340,8 @@ def _encode_FetchRequestForgottenTopic_v13(o: FetchRequestForgottenTopic, out: b
 
 
 def _decode_FetchRequest_v0(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.max_bytes = 2147483647
@@ -1202,7 +1377,7 @@ def _encode_FetchRequest_v0(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1210,8 +1385,8 @@ def _encode_FetchRequest_v0(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v3(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.isolation_level = 0
@@ -1246,7 +1421,7 @@ def _encode_FetchRequest_v3(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1254,8 +1429,8 @@ def _encode_FetchRequest_v3(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v4(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.session_id = 0
@@ -1289,7 +1464,7 @@ def _encode_FetchRequest_v4(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1297,8 +1472,8 @@ def _encode_FetchRequest_v4(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v5(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.session_id = 0
@@ -1332,7 +1507,7 @@ def _encode_FetchRequest_v5(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v5(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1340,8 +1515,8 @@ def _encode_FetchRequest_v5(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.rack_id = ''
@@ -1358,7 +1533,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field ForgottenTopicsData was null')
@@ -1368,8 +1543,32 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_forgotten_topics_data.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S7.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1383,23 +1582,39 @@ def _encode_FetchRequest_v7(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v5(e_topics, out)
     x_forgotten_topics_data = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=7)
     else:
-        out += _S8.pack(len(x_forgotten_topics_data))
+        out += _S7.pack(len(x_forgotten_topics_data))
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, out)
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=7)
+            else:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=7)
+                out += _S8.pack(len(b_forgotten_topics_data_topic))
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                out += (_Ci32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>i{k_forgotten_topics_data_partitions}i')).pack(k_forgotten_topics_data_partitions, *x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 7')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
 
 def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.rack_id = ''
@@ -1416,7 +1631,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field ForgottenTopicsData was null')
@@ -1426,8 +1641,32 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_forgotten_topics_data.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S7.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1441,23 +1680,39 @@ def _encode_FetchRequest_v9(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v9(e_topics, out)
     x_forgotten_topics_data = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=9)
     else:
-        out += _S8.pack(len(x_forgotten_topics_data))
+        out += _S7.pack(len(x_forgotten_topics_data))
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, out)
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=9)
+            else:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=9)
+                out += _S8.pack(len(b_forgotten_topics_data_topic))
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                out += (_Ci32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>i{k_forgotten_topics_data_partitions}i')).pack(k_forgotten_topics_data_partitions, *x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 9')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 9')
 
 
 def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n = _S14.unpack_from(buf, pos)
@@ -1473,7 +1728,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field ForgottenTopicsData was null')
@@ -1483,16 +1738,38 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_forgotten_topics_data.topic = buf[pos:end].decode()
+                pos = end
+            n, = _S7.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field RackId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
@@ -1510,16 +1787,32 @@ def _encode_FetchRequest_v11(o: FetchRequest, out: bytearray) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
-        out += _S8.pack(len(x_topics))
+        out += _S7.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_FetchRequestTopic_v9(e_topics, out)
     x_forgotten_topics_data = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=11)
     else:
-        out += _S8.pack(len(x_forgotten_topics_data))
+        out += _S7.pack(len(x_forgotten_topics_data))
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, out)
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=11)
+            else:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=11)
+                out += _S8.pack(len(b_forgotten_topics_data_topic))
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                out += (_Ci32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>i{k_forgotten_topics_data_partitions}i')).pack(k_forgotten_topics_data_partitions, *x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 11')
     x_rack_id = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=11)
@@ -1527,15 +1820,15 @@ def _encode_FetchRequest_v11(o: FetchRequest, out: bytearray) -> None:
         b_rack_id = x_rack_id.encode()
         if len(b_rack_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field RackId is too long', version=11)
-        out += _S7.pack(len(b_rack_id))
+        out += _S8.pack(len(b_rack_id))
         out += b_rack_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
 
 def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S15.unpack_from(buf, pos)
@@ -1571,8 +1864,60 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v12(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic_id = ZERO_UUID
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Topic is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_forgotten_topics_data.topic = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -1656,7 +2001,34 @@ def _encode_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v12(e_forgotten_topics_data, out)
+            x_forgotten_topics_data_topic = e_forgotten_topics_data.topic
+            if x_forgotten_topics_data_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
+            else:
+                b_forgotten_topics_data_topic = x_forgotten_topics_data_topic.encode()
+                if len(b_forgotten_topics_data_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=12)
+                m = len(b_forgotten_topics_data_topic) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_forgotten_topics_data_topic
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack_id = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=12)
@@ -1694,8 +2066,8 @@ def _encode_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S15.unpack_from(buf, pos)
@@ -1731,8 +2103,47 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic = ''
+            u_topic_id_raw, = _S5.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -1816,7 +2227,22 @@ def _encode_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+            out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack_id = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=13)
@@ -1854,8 +2280,8 @@ def _encode_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.replica_id = -1
@@ -1892,8 +2318,47 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic = ''
+            u_topic_id_raw, = _S5.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -1977,7 +2442,22 @@ def _encode_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+            out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=15)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack_id = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=15)
@@ -2019,8 +2499,8 @@ def _encode_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.replica_id = -1
@@ -2057,8 +2537,47 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic = ''
+            u_topic_id_raw, = _S5.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -2142,7 +2661,22 @@ def _encode_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+            out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=17)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack_id = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=17)
@@ -2184,8 +2718,8 @@ def _encode_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
-    o = _new(FetchRequest)
     blen = len(buf)
+    o = _new(FetchRequest)
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.replica_id = -1
@@ -2222,8 +2756,47 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
+            e_forgotten_topics_data.topic = ''
+            u_topic_id_raw, = _S5.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -2307,7 +2880,22 @@ def _encode_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, out)
+            out += _S5.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=18)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack_id = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=18)
@@ -2349,8 +2937,8 @@ def _encode_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
 
 
 def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: int) -> tuple[FetchResponseEpochEndOffset, int]:
-    o = _new(FetchResponseEpochEndOffset)
     blen = len(buf)
+    o = _new(FetchResponseEpochEndOffset)
     o.epoch, o.end_offset = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -2384,8 +2972,8 @@ def _encode_FetchResponseEpochEndOffset_v12(o: FetchResponseEpochEndOffset, out:
 
 
 def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: int) -> tuple[FetchResponseLeaderIdAndEpoch, int]:
-    o = _new(FetchResponseLeaderIdAndEpoch)
     blen = len(buf)
+    o = _new(FetchResponseLeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S17.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -2419,8 +3007,8 @@ def _encode_FetchResponseLeaderIdAndEpoch_v12(o: FetchResponseLeaderIdAndEpoch, 
 
 
 def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: int) -> tuple[FetchResponseSnapshotId, int]:
-    o = _new(FetchResponseSnapshotId)
     blen = len(buf)
+    o = _new(FetchResponseSnapshotId)
     o.end_offset, o.epoch = _S18.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -2468,8 +3056,8 @@ def _encode_FetchResponseAbortedTransaction_v4(o: FetchResponseAbortedTransactio
 
 
 def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: int) -> tuple[FetchResponseAbortedTransaction, int]:
-    o = _new(FetchResponseAbortedTransaction)
     blen = len(buf)
+    o = _new(FetchResponseAbortedTransaction)
     o.producer_id, o.first_offset = _S19.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -2503,9 +3091,9 @@ def _encode_FetchResponseAbortedTransaction_v12(o: FetchResponseAbortedTransacti
 
 
 def _decode_FetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[FetchResponsePartitionData, int]:
-    o = _new(FetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(FetchResponsePartitionData)
     o.last_stable_offset = -1
     o.log_start_offset = -1
     o.diverging_epoch = FetchResponseEpochEndOffset()
@@ -2542,16 +3130,16 @@ def _encode_FetchResponsePartitionData_v0(o: FetchResponsePartitionData, out: by
         out += b'\xff\xff\xff\xff'
     else:
         b_records = x_records
-        out += _S8.pack(len(b_records))
+        out += _S7.pack(len(b_records))
         out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: int) -> tuple[FetchResponsePartitionData, int]:
-    o = _new(FetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(FetchResponsePartitionData)
     o.log_start_offset = -1
     o.diverging_epoch = FetchResponseEpochEndOffset()
     o.current_leader = FetchResponseLeaderIdAndEpoch()
@@ -2567,10 +3155,13 @@ def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: int) -> tuple[FetchRe
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
-            app_aborted_transactions(x_aborted_transactions)
+            e_aborted_transactions = _new(FetchResponseAbortedTransaction)
+            e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
+            pos += 16
+            e_aborted_transactions.unknown_tagged_fields = ()
+            app_aborted_transactions(e_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.records = None
@@ -2598,24 +3189,26 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, out: by
     if x_aborted_transactions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S8.pack(len(x_aborted_transactions))
+        out += _S7.pack(len(x_aborted_transactions))
         for e_aborted_transactions in x_aborted_transactions:
-            _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, out)
+            out += _S19.pack(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
+            if e_aborted_transactions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 4')
     x_records = o.records
     if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_records = x_records
-        out += _S8.pack(len(b_records))
+        out += _S7.pack(len(b_records))
         out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: int) -> tuple[FetchResponsePartitionData, int]:
-    o = _new(FetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(FetchResponsePartitionData)
     o.diverging_epoch = FetchResponseEpochEndOffset()
     o.current_leader = FetchResponseLeaderIdAndEpoch()
     o.snapshot_id = FetchResponseSnapshotId()
@@ -2630,10 +3223,13 @@ def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: int) -> tuple[FetchRe
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
-            app_aborted_transactions(x_aborted_transactions)
+            e_aborted_transactions = _new(FetchResponseAbortedTransaction)
+            e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
+            pos += 16
+            e_aborted_transactions.unknown_tagged_fields = ()
+            app_aborted_transactions(e_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         o.records = None
@@ -2661,24 +3257,26 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, out: by
     if x_aborted_transactions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S8.pack(len(x_aborted_transactions))
+        out += _S7.pack(len(x_aborted_transactions))
         for e_aborted_transactions in x_aborted_transactions:
-            _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, out)
+            out += _S19.pack(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
+            if e_aborted_transactions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     x_records = o.records
     if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_records = x_records
-        out += _S8.pack(len(b_records))
+        out += _S7.pack(len(b_records))
         out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: int) -> tuple[FetchResponsePartitionData, int]:
-    o = _new(FetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(FetchResponsePartitionData)
     o.diverging_epoch = FetchResponseEpochEndOffset()
     o.current_leader = FetchResponseLeaderIdAndEpoch()
     o.snapshot_id = FetchResponseSnapshotId()
@@ -2692,8 +3290,11 @@ def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: int) -> tuple[FetchR
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
-            app_aborted_transactions(x_aborted_transactions)
+            e_aborted_transactions = _new(FetchResponseAbortedTransaction)
+            e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
+            pos += 16
+            e_aborted_transactions.unknown_tagged_fields = ()
+            app_aborted_transactions(e_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
     o.preferred_read_replica, n = _S17.unpack_from(buf, pos)
     pos += 8
@@ -2721,25 +3322,27 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, out: b
     if x_aborted_transactions is None:
         out += b'\xff\xff\xff\xff'
     else:
-        out += _S8.pack(len(x_aborted_transactions))
+        out += _S7.pack(len(x_aborted_transactions))
         for e_aborted_transactions in x_aborted_transactions:
-            _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, out)
-    out += _S8.pack(o.preferred_read_replica)
+            out += _S19.pack(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
+            if e_aborted_transactions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 11')
+    out += _S7.pack(o.preferred_read_replica)
     x_records = o.records
     if x_records is None:
         out += b'\xff\xff\xff\xff'
     else:
         b_records = x_records
-        out += _S8.pack(len(b_records))
+        out += _S7.pack(len(b_records))
         out += b_records
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
 
 def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchResponsePartitionData, int]:
-    o = _new(FetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(FetchResponsePartitionData)
     o.diverging_epoch = FetchResponseEpochEndOffset()
     o.current_leader = FetchResponseLeaderIdAndEpoch()
     o.snapshot_id = FetchResponseSnapshotId()
@@ -2759,10 +3362,31 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
         for _ in range(n):
-            x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v12(buf, pos)
-            app_aborted_transactions(x_aborted_transactions)
+            e_aborted_transactions = _new(FetchResponseAbortedTransaction)
+            e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_aborted_transactions.unknown_tagged_fields = ()
+            else:
+                unknown_e_aborted_transactions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_aborted_transactions.append((tag, buf[pos:end]))
+                        pos = end
+                e_aborted_transactions.unknown_tagged_fields = tuple(unknown_e_aborted_transactions)
+            app_aborted_transactions(e_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
-    o.preferred_read_replica, = _S8.unpack_from(buf, pos)
+    o.preferred_read_replica, = _S7.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2818,8 +3442,12 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, out: b
         else:
             _write_uvarint(out, m)
         for e_aborted_transactions in x_aborted_transactions:
-            _encode_FetchResponseAbortedTransaction_v12(e_aborted_transactions, out)
-    out += _S8.pack(o.preferred_read_replica)
+            out += _S19.pack(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
+            if e_aborted_transactions.unknown_tagged_fields:
+                _write_tagged(out, [], e_aborted_transactions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
+    out += _S7.pack(o.preferred_read_replica)
     x_records = o.records
     if x_records is None:
         out.append(0)
@@ -2851,22 +3479,20 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, out: b
 
 
 def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
-    o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
+    o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -2891,13 +3517,13 @@ def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopi
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
             _encode_FetchResponsePartitionData_v0(e_partitions, out)
     if o.unknown_tagged_fields:
@@ -2905,22 +3531,20 @@ def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopi
 
 
 def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
-    o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
+    o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -2945,13 +3569,13 @@ def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopi
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=4)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
             _encode_FetchResponsePartitionData_v4(e_partitions, out)
     if o.unknown_tagged_fields:
@@ -2959,22 +3583,20 @@ def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopi
 
 
 def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
-    o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
+    o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -2999,13 +3621,13 @@ def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopi
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=5)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
             _encode_FetchResponsePartitionData_v5(e_partitions, out)
     if o.unknown_tagged_fields:
@@ -3013,22 +3635,20 @@ def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopi
 
 
 def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
-    o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
+    o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id = ZERO_UUID
-    n, = _S7.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -3053,13 +3673,13 @@ def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTop
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=11)
-        out += _S7.pack(len(b_topic))
+        out += _S8.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
     else:
-        out += _S8.pack(len(x_partitions))
+        out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
             _encode_FetchResponsePartitionData_v11(e_partitions, out)
     if o.unknown_tagged_fields:
@@ -3067,8 +3687,8 @@ def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTop
 
 
 def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
-    o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
+    o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -3157,12 +3777,12 @@ def _encode_FetchResponseFetchableTopicResponse_v12(o: FetchResponseFetchableTop
 
 
 def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
-    o = _new(FetchResponseFetchableTopicResponse)
     blen = len(buf)
+    o = _new(FetchResponseFetchableTopicResponse)
     o.topic = ''
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3222,9 +3842,9 @@ def _encode_FetchResponseFetchableTopicResponse_v13(o: FetchResponseFetchableTop
 
 
 def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: int) -> tuple[FetchResponseNodeEndpoint, int]:
-    o = _new(FetchResponseNodeEndpoint)
     blen = len(buf)
-    o.node_id, = _S8.unpack_from(buf, pos)
+    o = _new(FetchResponseNodeEndpoint)
+    o.node_id, = _S7.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3242,7 +3862,7 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: int) -> tuple[FetchRe
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.port, = _S8.unpack_from(buf, pos)
+    o.port, = _S7.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3283,7 +3903,7 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: int) -> tuple[FetchRe
 
 
 def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, out: bytearray) -> None:
-    out += _S8.pack(o.node_id)
+    out += _S7.pack(o.node_id)
     x_host = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=16)
@@ -3297,7 +3917,7 @@ def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, out: byt
         else:
             _write_uvarint(out, m)
         out += b_host
-    out += _S8.pack(o.port)
+    out += _S7.pack(o.port)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -3318,13 +3938,13 @@ def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, out: byt
 
 
 def _decode_FetchResponse_v0(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.throttle_time_ms = 0
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
-    n, = _S8.unpack_from(buf, pos)
+    n, = _S7.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Responses was null')
@@ -3350,7 +3970,7 @@ def _encode_FetchResponse_v0(o: FetchResponse, out: bytearray) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        out += _S8.pack(len(x_responses))
+        out += _S7.pack(len(x_responses))
         for e_responses in x_responses:
             _encode_FetchResponseFetchableTopicResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
@@ -3358,8 +3978,8 @@ def _encode_FetchResponse_v0(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v1(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -3385,12 +4005,12 @@ def _encode_FetchResponse_v1(o: FetchResponse, out: bytearray) -> None:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=1)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=1)
-    out += _S8.pack(o.throttle_time_ms)
+    out += _S7.pack(o.throttle_time_ms)
     x_responses = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        out += _S8.pack(len(x_responses))
+        out += _S7.pack(len(x_responses))
         for e_responses in x_responses:
             _encode_FetchResponseFetchableTopicResponse_v0(e_responses, out)
     if o.unknown_tagged_fields:
@@ -3398,8 +4018,8 @@ def _encode_FetchResponse_v1(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v4(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -3425,12 +4045,12 @@ def _encode_FetchResponse_v4(o: FetchResponse, out: bytearray) -> None:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=4)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=4)
-    out += _S8.pack(o.throttle_time_ms)
+    out += _S7.pack(o.throttle_time_ms)
     x_responses = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
     else:
-        out += _S8.pack(len(x_responses))
+        out += _S7.pack(len(x_responses))
         for e_responses in x_responses:
             _encode_FetchResponseFetchableTopicResponse_v4(e_responses, out)
     if o.unknown_tagged_fields:
@@ -3438,8 +4058,8 @@ def _encode_FetchResponse_v4(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v5(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -3465,12 +4085,12 @@ def _encode_FetchResponse_v5(o: FetchResponse, out: bytearray) -> None:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=5)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
-    out += _S8.pack(o.throttle_time_ms)
+    out += _S7.pack(o.throttle_time_ms)
     x_responses = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
-        out += _S8.pack(len(x_responses))
+        out += _S7.pack(len(x_responses))
         for e_responses in x_responses:
             _encode_FetchResponseFetchableTopicResponse_v5(e_responses, out)
     if o.unknown_tagged_fields:
@@ -3478,8 +4098,8 @@ def _encode_FetchResponse_v5(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v7(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code, o.session_id, n = _S26.unpack_from(buf, pos)
     pos += 14
@@ -3506,7 +4126,7 @@ def _encode_FetchResponse_v7(o: FetchResponse, out: bytearray) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=7)
     else:
-        out += _S8.pack(len(x_responses))
+        out += _S7.pack(len(x_responses))
         for e_responses in x_responses:
             _encode_FetchResponseFetchableTopicResponse_v5(e_responses, out)
     if o.unknown_tagged_fields:
@@ -3514,8 +4134,8 @@ def _encode_FetchResponse_v7(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v11(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code, o.session_id, n = _S26.unpack_from(buf, pos)
     pos += 14
@@ -3542,7 +4162,7 @@ def _encode_FetchResponse_v11(o: FetchResponse, out: bytearray) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=11)
     else:
-        out += _S8.pack(len(x_responses))
+        out += _S7.pack(len(x_responses))
         for e_responses in x_responses:
             _encode_FetchResponseFetchableTopicResponse_v11(e_responses, out)
     if o.unknown_tagged_fields:
@@ -3550,8 +4170,8 @@ def _encode_FetchResponse_v11(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code, o.session_id = _S27.unpack_from(buf, pos)
     pos += 10
@@ -3618,8 +4238,8 @@ def _encode_FetchResponse_v12(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code, o.session_id = _S27.unpack_from(buf, pos)
     pos += 10
@@ -3686,8 +4306,8 @@ def _encode_FetchResponse_v13(o: FetchResponse, out: bytearray) -> None:
 
 
 def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
-    o = _new(FetchResponse)
     blen = len(buf)
+    o = _new(FetchResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code, o.session_id = _S27.unpack_from(buf, pos)
     pos += 10
@@ -3735,8 +4355,63 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
                     lst_node_endpoints: list[FetchResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_FetchResponseNodeEndpoint_v16(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(FetchResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S7.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S7.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            e_node_endpoints.rack = None
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Rack is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Rack')
+                            e_node_endpoints.rack = buf[pos:end].decode()
+                            pos = end
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -3774,7 +4449,38 @@ def _encode_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_FetchResponseNodeEndpoint_v16(e_node_endpoints, t)
+                t += _S7.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=16)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=16)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S7.pack(e_node_endpoints.port)
+                x_node_endpoints_rack = e_node_endpoints.rack
+                if x_node_endpoints_rack is None:
+                    t.append(0)
+                else:
+                    b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                    if len(b_node_endpoints_rack) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Rack is too long', version=16)
+                    m = len(b_node_endpoints_rack) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_rack
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

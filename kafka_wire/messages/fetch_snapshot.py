@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -178,8 +187,8 @@ class FetchSnapshotResponse(Message):
 
 
 def _decode_FetchSnapshotRequestSnapshotId_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotRequestSnapshotId, int]:
-    o = _new(FetchSnapshotRequestSnapshotId)
     blen = len(buf)
+    o = _new(FetchSnapshotRequestSnapshotId)
     o.end_offset, o.epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -213,8 +222,8 @@ def _encode_FetchSnapshotRequestSnapshotId_v0(o: FetchSnapshotRequestSnapshotId,
 
 
 def _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotRequestPartitionSnapshot, int]:
-    o = _new(FetchSnapshotRequestPartitionSnapshot)
     blen = len(buf)
+    o = _new(FetchSnapshotRequestPartitionSnapshot)
     o.replica_directory_id = ZERO_UUID
     o.partition, o.current_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
@@ -256,8 +265,8 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v0(o: FetchSnapshotRequestPart
 
 
 def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotRequestPartitionSnapshot, int]:
-    o = _new(FetchSnapshotRequestPartitionSnapshot)
     blen = len(buf)
+    o = _new(FetchSnapshotRequestPartitionSnapshot)
     o.replica_directory_id = ZERO_UUID
     o.partition, o.current_leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
@@ -278,7 +287,7 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: int) -> tu
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S3.unpack_from(buf, pos)
-                o.replica_directory_id = UUID(bytes=raw)
+                o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
             else:
                 end = pos + size
@@ -306,8 +315,8 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v1(o: FetchSnapshotRequestPart
 
 
 def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotRequestTopicSnapshot, int]:
-    o = _new(FetchSnapshotRequestTopicSnapshot)
     blen = len(buf)
+    o = _new(FetchSnapshotRequestTopicSnapshot)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -395,8 +404,8 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v0(o: FetchSnapshotRequestTopicSna
 
 
 def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotRequestTopicSnapshot, int]:
-    o = _new(FetchSnapshotRequestTopicSnapshot)
     blen = len(buf)
+    o = _new(FetchSnapshotRequestTopicSnapshot)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -484,8 +493,8 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v1(o: FetchSnapshotRequestTopicSna
 
 
 def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    o = _new(FetchSnapshotRequest)
     blen = len(buf)
+    o = _new(FetchSnapshotRequest)
     o.cluster_id = None
     o.replica_id, o.max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
@@ -582,8 +591,8 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, out: bytearray) -> 
 
 
 def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    o = _new(FetchSnapshotRequest)
     blen = len(buf)
+    o = _new(FetchSnapshotRequest)
     o.cluster_id = None
     o.replica_id, o.max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
@@ -680,8 +689,8 @@ def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, out: bytearray) -> 
 
 
 def _decode_FetchSnapshotResponseSnapshotId_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotResponseSnapshotId, int]:
-    o = _new(FetchSnapshotResponseSnapshotId)
     blen = len(buf)
+    o = _new(FetchSnapshotResponseSnapshotId)
     o.end_offset, o.epoch = _S0.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -715,8 +724,8 @@ def _encode_FetchSnapshotResponseSnapshotId_v0(o: FetchSnapshotResponseSnapshotI
 
 
 def _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotResponseLeaderIdAndEpoch, int]:
-    o = _new(FetchSnapshotResponseLeaderIdAndEpoch)
     blen = len(buf)
+    o = _new(FetchSnapshotResponseLeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -750,9 +759,9 @@ def _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o: FetchSnapshotResponseLea
 
 
 def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotResponsePartitionSnapshot, int]:
-    o = _new(FetchSnapshotResponsePartitionSnapshot)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(FetchSnapshotResponsePartitionSnapshot)
     o.current_leader = FetchSnapshotResponseLeaderIdAndEpoch()
     o.index, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
@@ -824,8 +833,8 @@ def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePa
 
 
 def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotResponseTopicSnapshot, int]:
-    o = _new(FetchSnapshotResponseTopicSnapshot)
     blen = len(buf)
+    o = _new(FetchSnapshotResponseTopicSnapshot)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -913,8 +922,8 @@ def _encode_FetchSnapshotResponseTopicSnapshot_v0(o: FetchSnapshotResponseTopicS
 
 
 def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotResponseNodeEndpoint, int]:
-    o = _new(FetchSnapshotResponseNodeEndpoint)
     blen = len(buf)
+    o = _new(FetchSnapshotResponseNodeEndpoint)
     o.node_id, = _S6.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -980,8 +989,8 @@ def _encode_FetchSnapshotResponseNodeEndpoint_v1(o: FetchSnapshotResponseNodeEnd
 
 
 def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: int) -> tuple[FetchSnapshotResponse, int]:
-    o = _new(FetchSnapshotResponse)
     blen = len(buf)
+    o = _new(FetchSnapshotResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
@@ -1048,8 +1057,8 @@ def _encode_FetchSnapshotResponse_v0(o: FetchSnapshotResponse, out: bytearray) -
 
 
 def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapshotResponse, int]:
-    o = _new(FetchSnapshotResponse)
     blen = len(buf)
+    o = _new(FetchSnapshotResponse)
     o.node_endpoints = []
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
@@ -1097,8 +1106,47 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
                     lst_node_endpoints: list[FetchSnapshotResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_FetchSnapshotResponseNodeEndpoint_v1(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(FetchSnapshotResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S6.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S7.unpack_from(buf, pos)
+                        pos += 2
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -1136,7 +1184,25 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_FetchSnapshotResponseNodeEndpoint_v1(e_node_endpoints, t)
+                t += _S6.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=1)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S7.pack(e_node_endpoints.port)
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

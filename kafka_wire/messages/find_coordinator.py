@@ -86,17 +86,15 @@ class FindCoordinatorResponse(Message):
 
 
 def _decode_FindCoordinatorRequest_v0(buf: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    o = _new(FindCoordinatorRequest)
     blen = len(buf)
+    o = _new(FindCoordinatorRequest)
     o.key_type = 0
     o.coordinator_keys = []
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Key was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Key is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Key')
@@ -125,16 +123,14 @@ def _encode_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, out: bytearray)
 
 
 def _decode_FindCoordinatorRequest_v1(buf: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    o = _new(FindCoordinatorRequest)
     blen = len(buf)
+    o = _new(FindCoordinatorRequest)
     o.coordinator_keys = []
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Key was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Key is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Key')
@@ -164,8 +160,8 @@ def _encode_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, out: bytearray)
 
 
 def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    o = _new(FindCoordinatorRequest)
     blen = len(buf)
+    o = _new(FindCoordinatorRequest)
     o.coordinator_keys = []
     n = buf[pos]
     if n < 0x80:
@@ -231,8 +227,8 @@ def _encode_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, out: bytearray)
 
 
 def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    o = _new(FindCoordinatorRequest)
     blen = len(buf)
+    o = _new(FindCoordinatorRequest)
     o.key = ''
     o.key_type, = _S1.unpack_from(buf, pos)
     pos += 1
@@ -318,8 +314,8 @@ def _encode_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, out: bytearray)
 
 
 def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: int) -> tuple[FindCoordinatorResponseCoordinator, int]:
-    o = _new(FindCoordinatorResponseCoordinator)
     blen = len(buf)
+    o = _new(FindCoordinatorResponseCoordinator)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -443,8 +439,8 @@ def _encode_FindCoordinatorResponseCoordinator_v4(o: FindCoordinatorResponseCoor
 
 
 def _decode_FindCoordinatorResponse_v0(buf: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    o = _new(FindCoordinatorResponse)
     blen = len(buf)
+    o = _new(FindCoordinatorResponse)
     o.throttle_time_ms = 0
     o.coordinators = []
     o.error_message = ''
@@ -485,8 +481,8 @@ def _encode_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, out: bytearra
 
 
 def _decode_FindCoordinatorResponse_v1(buf: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    o = _new(FindCoordinatorResponse)
     blen = len(buf)
+    o = _new(FindCoordinatorResponse)
     o.coordinators = []
     o.throttle_time_ms, o.error_code, n = _S6.unpack_from(buf, pos)
     pos += 8
@@ -547,8 +543,8 @@ def _encode_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, out: bytearra
 
 
 def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    o = _new(FindCoordinatorResponse)
     blen = len(buf)
+    o = _new(FindCoordinatorResponse)
     o.coordinators = []
     o.throttle_time_ms, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
@@ -649,8 +645,8 @@ def _encode_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, out: bytearra
 
 
 def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    o = _new(FindCoordinatorResponse)
     blen = len(buf)
+    o = _new(FindCoordinatorResponse)
     o.error_code = 0
     o.error_message = ''
     o.node_id = 0
@@ -672,8 +668,79 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
         lst_coordinators: list[FindCoordinatorResponseCoordinator] = []
         app_coordinators = lst_coordinators.append
         for _ in range(n):
-            x_coordinators, pos = _decode_FindCoordinatorResponseCoordinator_v4(buf, pos)
-            app_coordinators(x_coordinators)
+            e_coordinators = _new(FindCoordinatorResponseCoordinator)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_coordinators.key = buf[pos:end].decode()
+                pos = end
+            e_coordinators.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_coordinators.host = buf[pos:end].decode()
+                pos = end
+            e_coordinators.port, e_coordinators.error_code = _S3.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_coordinators.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_coordinators.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_coordinators.unknown_tagged_fields = ()
+            else:
+                unknown_e_coordinators = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_coordinators.append((tag, buf[pos:end]))
+                        pos = end
+                e_coordinators.unknown_tagged_fields = tuple(unknown_e_coordinators)
+            app_coordinators(e_coordinators)
         o.coordinators = lst_coordinators
     n = buf[pos]
     if n < 0x80:
@@ -717,7 +784,51 @@ def _encode_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_coordinators in x_coordinators:
-            _encode_FindCoordinatorResponseCoordinator_v4(e_coordinators, out)
+            x_coordinators_key = e_coordinators.key
+            if x_coordinators_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=4)
+            else:
+                b_coordinators_key = x_coordinators_key.encode()
+                if len(b_coordinators_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=4)
+                m = len(b_coordinators_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_coordinators_key
+            out += _S2.pack(e_coordinators.node_id)
+            x_coordinators_host = e_coordinators.host
+            if x_coordinators_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=4)
+            else:
+                b_coordinators_host = x_coordinators_host.encode()
+                if len(b_coordinators_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=4)
+                m = len(b_coordinators_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_coordinators_host
+            out += _S3.pack(e_coordinators.port, e_coordinators.error_code)
+            x_coordinators_error_message = e_coordinators.error_message
+            if x_coordinators_error_message is None:
+                out.append(0)
+            else:
+                b_coordinators_error_message = x_coordinators_error_message.encode()
+                if len(b_coordinators_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=4)
+                m = len(b_coordinators_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_coordinators_error_message
+            if e_coordinators.unknown_tagged_fields:
+                _write_tagged(out, [], e_coordinators.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -64,11 +73,11 @@ class GetTelemetrySubscriptionsResponse(Message):
 
 
 def _decode_GetTelemetrySubscriptionsRequest_v0(buf: bytes, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:
-    o = _new(GetTelemetrySubscriptionsRequest)
     blen = len(buf)
+    o = _new(GetTelemetrySubscriptionsRequest)
     u_client_instance_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.client_instance_id = UUID(bytes=u_client_instance_id_raw)
+    o.client_instance_id = ZERO_UUID if u_client_instance_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_client_instance_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -100,11 +109,11 @@ def _encode_GetTelemetrySubscriptionsRequest_v0(o: GetTelemetrySubscriptionsRequ
 
 
 def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[GetTelemetrySubscriptionsResponse, int]:
-    o = _new(GetTelemetrySubscriptionsResponse)
     blen = len(buf)
+    o = _new(GetTelemetrySubscriptionsResponse)
     o.throttle_time_ms, o.error_code, u_client_instance_id_raw, o.subscription_id = _S1.unpack_from(buf, pos)
     pos += 26
-    o.client_instance_id = UUID(bytes=u_client_instance_id_raw)
+    o.client_instance_id = ZERO_UUID if u_client_instance_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_client_instance_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -114,9 +123,12 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field AcceptedCompressionTypes was null')
     else:
-        if n * 1 > blen - pos:
-            raise _truncated('AcceptedCompressionTypes')
-        o.accepted_compression_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        if n < 64:
+            o.accepted_compression_types = [*_Ai8[n].unpack_from(buf, pos)]
+        else:
+            if n * 1 > blen - pos:
+                raise _truncated('AcceptedCompressionTypes')
+            o.accepted_compression_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
         pos += n * 1
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S2.unpack_from(buf, pos)
     pos += 9

@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>ih')
+_S0 = _Struct('>ih')
+_S1 = _Struct('>h')
 _S2 = _Struct('>i')
 
 
@@ -54,22 +54,20 @@ class HeartbeatResponse(Message):
 
 
 def _decode_HeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
-    o = _new(HeartbeatRequest)
     blen = len(buf)
+    o = _new(HeartbeatRequest)
     o.group_instance_id = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id, n = _S1.unpack_from(buf, pos)
+    o.generation_id, n = _S0.unpack_from(buf, pos)
     pos += 6
     if n < 0:
         raise _invalid('non-nullable field MemberId was null')
@@ -95,7 +93,7 @@ def _encode_HeartbeatRequest_v0(o: HeartbeatRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
     out += _S2.pack(o.generation_id)
     x_member_id = o.member_id
@@ -105,28 +103,26 @@ def _encode_HeartbeatRequest_v0(o: HeartbeatRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_HeartbeatRequest_v3(buf: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
-    o = _new(HeartbeatRequest)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(HeartbeatRequest)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id, n = _S1.unpack_from(buf, pos)
+    o.generation_id, n = _S0.unpack_from(buf, pos)
     pos += 6
     if n < 0:
         raise _invalid('non-nullable field MemberId was null')
@@ -138,13 +134,11 @@ def _decode_HeartbeatRequest_v3(buf: bytes, pos: int) -> tuple[HeartbeatRequest,
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
@@ -162,7 +156,7 @@ def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
     out += _S2.pack(o.generation_id)
     x_member_id = o.member_id
@@ -172,7 +166,7 @@ def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_group_instance_id = o.group_instance_id
     if x_group_instance_id is None:
@@ -181,15 +175,15 @@ def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, out: bytearray) -> None:
         b_group_instance_id = x_group_instance_id.encode()
         if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        out += _S0.pack(len(b_group_instance_id))
+        out += _S1.pack(len(b_group_instance_id))
         out += b_group_instance_id
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_HeartbeatRequest_v4(buf: bytes, pos: int) -> tuple[HeartbeatRequest, int]:
-    o = _new(HeartbeatRequest)
     blen = len(buf)
+    o = _new(HeartbeatRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -312,36 +306,36 @@ def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, out: bytearray) -> None:
 def _decode_HeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
     o = _new(HeartbeatResponse)
     o.throttle_time_ms = 0
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_HeartbeatResponse_v0(o: HeartbeatResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_HeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
     o = _new(HeartbeatResponse)
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
+    o.throttle_time_ms, o.error_code = _S0.unpack_from(buf, pos)
     pos += 6
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_HeartbeatResponse_v1(o: HeartbeatResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    out += _S0.pack(o.throttle_time_ms, o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_HeartbeatResponse_v4(buf: bytes, pos: int) -> tuple[HeartbeatResponse, int]:
-    o = _new(HeartbeatResponse)
     blen = len(buf)
-    o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
+    o = _new(HeartbeatResponse)
+    o.throttle_time_ms, o.error_code = _S0.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
     if n < 0x80:
@@ -366,7 +360,7 @@ def _decode_HeartbeatResponse_v4(buf: bytes, pos: int) -> tuple[HeartbeatRespons
 
 
 def _encode_HeartbeatResponse_v4(o: HeartbeatResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    out += _S0.pack(o.throttle_time_ms, o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

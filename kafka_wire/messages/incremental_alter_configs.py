@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>bh')
+_S0 = _Struct('>bh')
+_S1 = _Struct('>h')
 _S2 = _Struct('>b')
 _S3 = _Struct('>i')
 _S4 = _Struct('>?')
@@ -98,21 +98,19 @@ class IncrementalAlterConfigsResponse(Message):
 
 
 def _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsRequestAlterableConfig, int]:
-    o = _new(IncrementalAlterConfigsRequestAlterableConfig)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(IncrementalAlterConfigsRequestAlterableConfig)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    o.config_operation, n = _S1.unpack_from(buf, pos)
+    o.config_operation, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
         o.value = None
@@ -136,7 +134,7 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(o: IncrementalAlter
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     out += _S2.pack(o.config_operation)
     x_value = o.value
@@ -146,15 +144,15 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(o: IncrementalAlter
         b_value = x_value.encode()
         if len(b_value) > 0x7FFF:
             raise ValueOutOfRangeError('string field Value is too long', version=0)
-        out += _S0.pack(len(b_value))
+        out += _S1.pack(len(b_value))
         out += b_value
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsRequestAlterableConfig, int]:
-    o = _new(IncrementalAlterConfigsRequestAlterableConfig)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsRequestAlterableConfig)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -246,9 +244,9 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(o: IncrementalAlter
 
 
 def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsRequestAlterConfigsResource, int]:
-    o = _new(IncrementalAlterConfigsRequestAlterConfigsResource)
     blen = len(buf)
-    o.resource_type, n = _S1.unpack_from(buf, pos)
+    o = _new(IncrementalAlterConfigsRequestAlterConfigsResource)
+    o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
         raise _invalid('non-nullable field ResourceName was null')
@@ -270,8 +268,31 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, po
         lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(IncrementalAlterConfigsRequestAlterableConfig)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            e_configs.config_operation, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                e_configs.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            e_configs.unknown_tagged_fields = ()
+            app_configs(e_configs)
         o.configs = lst_configs
     o.unknown_tagged_fields = ()
     return o, pos
@@ -286,7 +307,7 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: Incremental
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S0.pack(len(b_resource_name))
+        out += _S1.pack(len(b_resource_name))
         out += b_resource_name
     x_configs = o.configs
     if x_configs is None:
@@ -294,14 +315,34 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: Incremental
     else:
         out += _S3.pack(len(x_configs))
         for e_configs in x_configs:
-            _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S1.pack(len(b_configs_name))
+                out += b_configs_name
+            out += _S2.pack(e_configs.config_operation)
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out += b'\xff\xff'
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                out += _S1.pack(len(b_configs_value))
+                out += b_configs_value
+            if e_configs.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsRequestAlterConfigsResource, int]:
-    o = _new(IncrementalAlterConfigsRequestAlterConfigsResource)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsRequestAlterConfigsResource)
     o.resource_type, = _S2.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -334,8 +375,61 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
         lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
         for _ in range(n):
-            x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf, pos)
-            app_configs(x_configs)
+            e_configs = _new(IncrementalAlterConfigsRequestAlterableConfig)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_configs.name = buf[pos:end].decode()
+                pos = end
+            e_configs.config_operation, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_configs.value = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_configs.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_configs.unknown_tagged_fields = tuple(unknown_e_configs)
+            app_configs(e_configs)
         o.configs = lst_configs
     n = buf[pos]
     if n < 0x80:
@@ -384,7 +478,37 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: Incremental
         else:
             _write_uvarint(out, m)
         for e_configs in x_configs:
-            _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(e_configs, out)
+            x_configs_name = e_configs.name
+            if x_configs_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_configs_name = x_configs_name.encode()
+                if len(b_configs_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_configs_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_name
+            out += _S2.pack(e_configs.config_operation)
+            x_configs_value = e_configs.value
+            if x_configs_value is None:
+                out.append(0)
+            else:
+                b_configs_value = x_configs_value.encode()
+                if len(b_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=1)
+                m = len(b_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_configs_value
+            if e_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -392,8 +516,8 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: Incremental
 
 
 def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    o = _new(IncrementalAlterConfigsRequest)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsRequest)
     n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -427,8 +551,8 @@ def _encode_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest,
 
 
 def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    o = _new(IncrementalAlterConfigsRequest)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -490,8 +614,8 @@ def _encode_IncrementalAlterConfigsRequest_v1(o: IncrementalAlterConfigsRequest,
 
 
 def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsResponseAlterConfigsResourceResponse, int]:
-    o = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
     o.error_code, n = _S5.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -504,7 +628,7 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf: 
             raise _truncated('ErrorMessage')
         o.error_message = buf[pos:end].decode()
         pos = end
-    o.resource_type, n = _S1.unpack_from(buf, pos)
+    o.resource_type, n = _S0.unpack_from(buf, pos)
     pos += 3
     if n < 0:
         raise _invalid('non-nullable field ResourceName was null')
@@ -521,7 +645,7 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf: 
 
 
 def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: IncrementalAlterConfigsResponseAlterConfigsResourceResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -529,7 +653,7 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: In
         b_error_message = x_error_message.encode()
         if len(b_error_message) > 0x7FFF:
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
-        out += _S0.pack(len(b_error_message))
+        out += _S1.pack(len(b_error_message))
         out += b_error_message
     out += _S2.pack(o.resource_type)
     x_resource_name = o.resource_name
@@ -539,16 +663,16 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: In
         b_resource_name = x_resource_name.encode()
         if len(b_resource_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
-        out += _S0.pack(len(b_resource_name))
+        out += _S1.pack(len(b_resource_name))
         out += b_resource_name
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsResponseAlterConfigsResourceResponse, int]:
-    o = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
     blen = len(buf)
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
+    o.error_code, = _S1.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -607,7 +731,7 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
 
 
 def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(o: IncrementalAlterConfigsResponseAlterConfigsResourceResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -642,8 +766,8 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(o: In
 
 
 def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    o = _new(IncrementalAlterConfigsResponse)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsResponse)
     o.throttle_time_ms, n = _S6.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -654,8 +778,33 @@ def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[In
         lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
+            e_responses.error_code, n = _S5.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            e_responses.resource_type, n = _S0.unpack_from(buf, pos)
+            pos += 3
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_responses.resource_name = buf[pos:end].decode()
+                pos = end
+            e_responses.unknown_tagged_fields = ()
+            app_responses(e_responses)
         o.responses = lst_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -669,14 +818,35 @@ def _encode_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsRespons
     else:
         out += _S3.pack(len(x_responses))
         for e_responses in x_responses:
-            _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(e_responses, out)
+            out += _S1.pack(e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                out += _S1.pack(len(b_responses_error_message))
+                out += b_responses_error_message
+            out += _S2.pack(e_responses.resource_type)
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
+            else:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
+                out += _S1.pack(len(b_responses_resource_name))
+                out += b_responses_resource_name
+            if e_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    o = _new(IncrementalAlterConfigsResponse)
     blen = len(buf)
+    o = _new(IncrementalAlterConfigsResponse)
     o.throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -693,8 +863,63 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
         lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
         app_responses = lst_responses.append
         for _ in range(n):
-            x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf, pos)
-            app_responses(x_responses)
+            e_responses = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
+            e_responses.error_code, = _S1.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_responses.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_responses.error_message = buf[pos:end].decode()
+                pos = end
+            e_responses.resource_type, = _S2.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_responses.resource_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_responses.unknown_tagged_fields = ()
+            else:
+                unknown_e_responses = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_responses.append((tag, buf[pos:end]))
+                        pos = end
+                e_responses.unknown_tagged_fields = tuple(unknown_e_responses)
+            app_responses(e_responses)
         o.responses = lst_responses
     n = buf[pos]
     if n < 0x80:
@@ -730,7 +955,38 @@ def _encode_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsRespons
         else:
             _write_uvarint(out, m)
         for e_responses in x_responses:
-            _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(e_responses, out)
+            out += _S1.pack(e_responses.error_code)
+            x_responses_error_message = e_responses.error_message
+            if x_responses_error_message is None:
+                out.append(0)
+            else:
+                b_responses_error_message = x_responses_error_message.encode()
+                if len(b_responses_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+                m = len(b_responses_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_error_message
+            out += _S2.pack(e_responses.resource_type)
+            x_responses_resource_name = e_responses.resource_name
+            if x_responses_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
+            else:
+                b_responses_resource_name = x_responses_resource_name.encode()
+                if len(b_responses_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
+                m = len(b_responses_resource_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_responses_resource_name
+            if e_responses.unknown_tagged_fields:
+                _write_tagged(out, [], e_responses.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>iqh')
 _S3 = _Struct('>iqh??')
 _S4 = _Struct('>ihqh')
@@ -69,25 +69,23 @@ class InitProducerIdResponse(Message):
 
 
 def _decode_InitProducerIdRequest_v0(buf: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
-    o = _new(InitProducerIdRequest)
     blen = len(buf)
+    o = _new(InitProducerIdRequest)
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
     o.keep_prepared_txn = False
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.transactional_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms, = _S1.unpack_from(buf, pos)
+    o.transaction_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -109,16 +107,16 @@ def _encode_InitProducerIdRequest_v0(o: InitProducerIdRequest, out: bytearray) -
         b_transactional_id = x_transactional_id.encode()
         if len(b_transactional_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
-        out += _S0.pack(len(b_transactional_id))
+        out += _S1.pack(len(b_transactional_id))
         out += b_transactional_id
-    out += _S1.pack(o.transaction_timeout_ms)
+    out += _S0.pack(o.transaction_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_InitProducerIdRequest_v2(buf: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
-    o = _new(InitProducerIdRequest)
     blen = len(buf)
+    o = _new(InitProducerIdRequest)
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
@@ -139,7 +137,7 @@ def _decode_InitProducerIdRequest_v2(buf: bytes, pos: int) -> tuple[InitProducer
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms, = _S1.unpack_from(buf, pos)
+    o.transaction_timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -185,7 +183,7 @@ def _encode_InitProducerIdRequest_v2(o: InitProducerIdRequest, out: bytearray) -
         else:
             _write_uvarint(out, m)
         out += b_transactional_id
-    out += _S1.pack(o.transaction_timeout_ms)
+    out += _S0.pack(o.transaction_timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -193,8 +191,8 @@ def _encode_InitProducerIdRequest_v2(o: InitProducerIdRequest, out: bytearray) -
 
 
 def _decode_InitProducerIdRequest_v3(buf: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
-    o = _new(InitProducerIdRequest)
     blen = len(buf)
+    o = _new(InitProducerIdRequest)
     o.enable2_pc = False
     o.keep_prepared_txn = False
     n = buf[pos]
@@ -263,8 +261,8 @@ def _encode_InitProducerIdRequest_v3(o: InitProducerIdRequest, out: bytearray) -
 
 
 def _decode_InitProducerIdRequest_v6(buf: bytes, pos: int) -> tuple[InitProducerIdRequest, int]:
-    o = _new(InitProducerIdRequest)
     blen = len(buf)
+    o = _new(InitProducerIdRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -347,8 +345,8 @@ def _encode_InitProducerIdResponse_v0(o: InitProducerIdResponse, out: bytearray)
 
 
 def _decode_InitProducerIdResponse_v2(buf: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    o = _new(InitProducerIdResponse)
     blen = len(buf)
+    o = _new(InitProducerIdResponse)
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S4.unpack_from(buf, pos)
@@ -388,8 +386,8 @@ def _encode_InitProducerIdResponse_v2(o: InitProducerIdResponse, out: bytearray)
 
 
 def _decode_InitProducerIdResponse_v6(buf: bytes, pos: int) -> tuple[InitProducerIdResponse, int]:
-    o = _new(InitProducerIdResponse)
     blen = len(buf)
+    o = _new(InitProducerIdResponse)
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch = _S5.unpack_from(buf, pos)
     pos += 26
     n = buf[pos]

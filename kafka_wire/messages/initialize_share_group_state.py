@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -101,8 +110,8 @@ class InitializeShareGroupStateResponse(Message):
 
 
 def _decode_InitializeShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[InitializeShareGroupStateRequestPartitionData, int]:
-    o = _new(InitializeShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(InitializeShareGroupStateRequestPartitionData)
     o.partition, o.state_epoch, o.start_offset = _S0.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -136,11 +145,11 @@ def _encode_InitializeShareGroupStateRequestPartitionData_v0(o: InitializeShareG
 
 
 def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, pos: int) -> tuple[InitializeShareGroupStateRequestInitializeStateData, int]:
-    o = _new(InitializeShareGroupStateRequestInitializeStateData)
     blen = len(buf)
+    o = _new(InitializeShareGroupStateRequestInitializeStateData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -155,8 +164,29 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
         lst_partitions: list[InitializeShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_InitializeShareGroupStateRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(InitializeShareGroupStateRequestPartitionData)
+            e_partitions.partition, e_partitions.state_epoch, e_partitions.start_offset = _S0.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -192,7 +222,11 @@ def _encode_InitializeShareGroupStateRequestInitializeStateData_v0(o: Initialize
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_InitializeShareGroupStateRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition, e_partitions.state_epoch, e_partitions.start_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -200,8 +234,8 @@ def _encode_InitializeShareGroupStateRequestInitializeStateData_v0(o: Initialize
 
 
 def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[InitializeShareGroupStateRequest, int]:
-    o = _new(InitializeShareGroupStateRequest)
     blen = len(buf)
+    o = _new(InitializeShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -289,8 +323,8 @@ def _encode_InitializeShareGroupStateRequest_v0(o: InitializeShareGroupStateRequ
 
 
 def _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[InitializeShareGroupStateResponsePartitionResult, int]:
-    o = _new(InitializeShareGroupStateResponsePartitionResult)
     blen = len(buf)
+    o = _new(InitializeShareGroupStateResponsePartitionResult)
     o.partition, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -353,11 +387,11 @@ def _encode_InitializeShareGroupStateResponsePartitionResult_v0(o: InitializeSha
 
 
 def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes, pos: int) -> tuple[InitializeShareGroupStateResponseInitializeStateResult, int]:
-    o = _new(InitializeShareGroupStateResponseInitializeStateResult)
     blen = len(buf)
+    o = _new(InitializeShareGroupStateResponseInitializeStateResult)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -372,8 +406,45 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
         lst_partitions: list[InitializeShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(InitializeShareGroupStateResponsePartitionResult)
+            e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -409,7 +480,24 @@ def _encode_InitializeShareGroupStateResponseInitializeStateResult_v0(o: Initial
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_InitializeShareGroupStateResponsePartitionResult_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -417,8 +505,8 @@ def _encode_InitializeShareGroupStateResponseInitializeStateResult_v0(o: Initial
 
 
 def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[InitializeShareGroupStateResponse, int]:
-    o = _new(InitializeShareGroupStateResponse)
     blen = len(buf)
+    o = _new(InitializeShareGroupStateResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>iih')
 _S4 = _Struct('>ii')
@@ -109,21 +109,19 @@ class JoinGroupResponse(Message):
 
 
 def _decode_JoinGroupRequestProtocol_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    o = _new(JoinGroupRequestProtocol)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(JoinGroupRequestProtocol)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Metadata was null')
@@ -145,22 +143,22 @@ def _encode_JoinGroupRequestProtocol_v0(o: JoinGroupRequestProtocol, out: bytear
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_metadata = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
     else:
         b_metadata = x_metadata
-        out += _S1.pack(len(b_metadata))
+        out += _S0.pack(len(b_metadata))
         out += b_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    o = _new(JoinGroupRequestProtocol)
     blen = len(buf)
+    o = _new(JoinGroupRequestProtocol)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -245,18 +243,16 @@ def _encode_JoinGroupRequestProtocol_v6(o: JoinGroupRequestProtocol, out: bytear
 
 
 def _decode_JoinGroupRequest_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
-    o = _new(JoinGroupRequest)
     blen = len(buf)
+    o = _new(JoinGroupRequest)
     o.rebalance_timeout_ms = -1
     o.group_instance_id = None
     o.reason = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -274,19 +270,17 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
         o.protocol_type = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Protocols was null')
@@ -296,8 +290,29 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
         for _ in range(n):
-            x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
-            app_protocols(x_protocols)
+            e_protocols = _new(JoinGroupRequestProtocol)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_protocols.name = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_protocols.metadata = buf[pos:end]
+                pos = end
+            e_protocols.unknown_tagged_fields = ()
+            app_protocols(e_protocols)
         o.protocols = lst_protocols
     o.unknown_tagged_fields = ()
     return o, pos
@@ -313,9 +328,9 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
-    out += _S1.pack(o.session_timeout_ms)
+    out += _S0.pack(o.session_timeout_ms)
     x_member_id = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
@@ -323,7 +338,7 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_protocol_type = o.protocol_type
     if x_protocol_type is None:
@@ -332,31 +347,46 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, out: bytearray) -> None:
         b_protocol_type = x_protocol_type.encode()
         if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
-        out += _S0.pack(len(b_protocol_type))
+        out += _S1.pack(len(b_protocol_type))
         out += b_protocol_type
     x_protocols = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=0)
     else:
-        out += _S1.pack(len(x_protocols))
+        out += _S0.pack(len(x_protocols))
         for e_protocols in x_protocols:
-            _encode_JoinGroupRequestProtocol_v0(e_protocols, out)
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S1.pack(len(b_protocols_name))
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
+            else:
+                b_protocols_metadata = x_protocols_metadata
+                out += _S0.pack(len(b_protocols_metadata))
+                out += b_protocols_metadata
+            if e_protocols.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_JoinGroupRequest_v1(buf: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
-    o = _new(JoinGroupRequest)
     blen = len(buf)
+    o = _new(JoinGroupRequest)
     o.group_instance_id = None
     o.reason = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -374,19 +404,17 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
         o.protocol_type = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Protocols was null')
@@ -396,8 +424,29 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
         for _ in range(n):
-            x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
-            app_protocols(x_protocols)
+            e_protocols = _new(JoinGroupRequestProtocol)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_protocols.name = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_protocols.metadata = buf[pos:end]
+                pos = end
+            e_protocols.unknown_tagged_fields = ()
+            app_protocols(e_protocols)
         o.protocols = lst_protocols
     o.unknown_tagged_fields = ()
     return o, pos
@@ -413,7 +462,7 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
     out += _S4.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     x_member_id = o.member_id
@@ -423,7 +472,7 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_protocol_type = o.protocol_type
     if x_protocol_type is None:
@@ -432,30 +481,45 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, out: bytearray) -> None:
         b_protocol_type = x_protocol_type.encode()
         if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=1)
-        out += _S0.pack(len(b_protocol_type))
+        out += _S1.pack(len(b_protocol_type))
         out += b_protocol_type
     x_protocols = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=1)
     else:
-        out += _S1.pack(len(x_protocols))
+        out += _S0.pack(len(x_protocols))
         for e_protocols in x_protocols:
-            _encode_JoinGroupRequestProtocol_v0(e_protocols, out)
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                out += _S1.pack(len(b_protocols_name))
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=1)
+            else:
+                b_protocols_metadata = x_protocols_metadata
+                out += _S0.pack(len(b_protocols_metadata))
+                out += b_protocols_metadata
+            if e_protocols.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_JoinGroupRequest_v5(buf: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
-    o = _new(JoinGroupRequest)
     blen = len(buf)
+    o = _new(JoinGroupRequest)
     o.reason = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -473,31 +537,27 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
         o.group_instance_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
         o.protocol_type = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Protocols was null')
@@ -507,8 +567,29 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
         for _ in range(n):
-            x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
-            app_protocols(x_protocols)
+            e_protocols = _new(JoinGroupRequestProtocol)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_protocols.name = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_protocols.metadata = buf[pos:end]
+                pos = end
+            e_protocols.unknown_tagged_fields = ()
+            app_protocols(e_protocols)
         o.protocols = lst_protocols
     o.unknown_tagged_fields = ()
     return o, pos
@@ -522,7 +603,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
     out += _S4.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     x_member_id = o.member_id
@@ -532,7 +613,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_group_instance_id = o.group_instance_id
     if x_group_instance_id is None:
@@ -541,7 +622,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, out: bytearray) -> None:
         b_group_instance_id = x_group_instance_id.encode()
         if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        out += _S0.pack(len(b_group_instance_id))
+        out += _S1.pack(len(b_group_instance_id))
         out += b_group_instance_id
     x_protocol_type = o.protocol_type
     if x_protocol_type is None:
@@ -550,22 +631,39 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, out: bytearray) -> None:
         b_protocol_type = x_protocol_type.encode()
         if len(b_protocol_type) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
-        out += _S0.pack(len(b_protocol_type))
+        out += _S1.pack(len(b_protocol_type))
         out += b_protocol_type
     x_protocols = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=5)
     else:
-        out += _S1.pack(len(x_protocols))
+        out += _S0.pack(len(x_protocols))
         for e_protocols in x_protocols:
-            _encode_JoinGroupRequestProtocol_v0(e_protocols, out)
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
+            else:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=5)
+                out += _S1.pack(len(b_protocols_name))
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
+            else:
+                b_protocols_metadata = x_protocols_metadata
+                out += _S0.pack(len(b_protocols_metadata))
+                out += b_protocols_metadata
+            if e_protocols.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
-    o = _new(JoinGroupRequest)
     blen = len(buf)
+    o = _new(JoinGroupRequest)
     o.reason = None
     n = buf[pos]
     if n < 0x80:
@@ -647,8 +745,57 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
         for _ in range(n):
-            x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
-            app_protocols(x_protocols)
+            e_protocols = _new(JoinGroupRequestProtocol)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_protocols.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_protocols.metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_protocols.unknown_tagged_fields = ()
+            else:
+                unknown_e_protocols = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_protocols.append((tag, buf[pos:end]))
+                        pos = end
+                e_protocols.unknown_tagged_fields = tuple(unknown_e_protocols)
+            app_protocols(e_protocols)
         o.protocols = lst_protocols
     n = buf[pos]
     if n < 0x80:
@@ -736,7 +883,34 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_protocols in x_protocols:
-            _encode_JoinGroupRequestProtocol_v6(e_protocols, out)
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
+            else:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=6)
+                m = len(b_protocols_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
+            else:
+                b_protocols_metadata = x_protocols_metadata
+                m = len(b_protocols_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_protocols_metadata
+            if e_protocols.unknown_tagged_fields:
+                _write_tagged(out, [], e_protocols.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -744,8 +918,8 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, out: bytearray) -> None:
 
 
 def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest, int]:
-    o = _new(JoinGroupRequest)
     blen = len(buf)
+    o = _new(JoinGroupRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -826,8 +1000,57 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
         for _ in range(n):
-            x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
-            app_protocols(x_protocols)
+            e_protocols = _new(JoinGroupRequestProtocol)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_protocols.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_protocols.metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_protocols.unknown_tagged_fields = ()
+            else:
+                unknown_e_protocols = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_protocols.append((tag, buf[pos:end]))
+                        pos = end
+                e_protocols.unknown_tagged_fields = tuple(unknown_e_protocols)
+            app_protocols(e_protocols)
         o.protocols = lst_protocols
     n = buf[pos]
     if n < 0x80:
@@ -931,7 +1154,34 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_protocols in x_protocols:
-            _encode_JoinGroupRequestProtocol_v6(e_protocols, out)
+            x_protocols_name = e_protocols.name
+            if x_protocols_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
+            else:
+                b_protocols_name = x_protocols_name.encode()
+                if len(b_protocols_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=8)
+                m = len(b_protocols_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_protocols_name
+            x_protocols_metadata = e_protocols.metadata
+            if x_protocols_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=8)
+            else:
+                b_protocols_metadata = x_protocols_metadata
+                m = len(b_protocols_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_protocols_metadata
+            if e_protocols.unknown_tagged_fields:
+                _write_tagged(out, [], e_protocols.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_reason = o.reason
     if x_reason is None:
         out.append(0)
@@ -952,22 +1202,20 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, out: bytearray) -> None:
 
 
 def _decode_JoinGroupResponseMember_v0(buf: bytes, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    o = _new(JoinGroupResponseMember)
     blen = len(buf)
+    o = _new(JoinGroupResponseMember)
     o.group_instance_id = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Metadata was null')
@@ -989,47 +1237,43 @@ def _encode_JoinGroupResponseMember_v0(o: JoinGroupResponseMember, out: bytearra
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_metadata = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
     else:
         b_metadata = x_metadata
-        out += _S1.pack(len(b_metadata))
+        out += _S0.pack(len(b_metadata))
         out += b_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_JoinGroupResponseMember_v5(buf: bytes, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    o = _new(JoinGroupResponseMember)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(JoinGroupResponseMember)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
         o.group_instance_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Metadata was null')
@@ -1051,7 +1295,7 @@ def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, out: bytearra
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_group_instance_id = o.group_instance_id
     if x_group_instance_id is None:
@@ -1060,22 +1304,22 @@ def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, out: bytearra
         b_group_instance_id = x_group_instance_id.encode()
         if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
-        out += _S0.pack(len(b_group_instance_id))
+        out += _S1.pack(len(b_group_instance_id))
         out += b_group_instance_id
     x_metadata = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
     else:
         b_metadata = x_metadata
-        out += _S1.pack(len(b_metadata))
+        out += _S0.pack(len(b_metadata))
         out += b_metadata
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    o = _new(JoinGroupResponseMember)
     blen = len(buf)
+    o = _new(JoinGroupResponseMember)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1189,8 +1433,8 @@ def _encode_JoinGroupResponseMember_v6(o: JoinGroupResponseMember, out: bytearra
 
 
 def _decode_JoinGroupResponse_v0(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    o = _new(JoinGroupResponse)
     blen = len(buf)
+    o = _new(JoinGroupResponse)
     o.throttle_time_ms = 0
     o.protocol_type = None
     o.skip_assignment = False
@@ -1206,31 +1450,27 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _truncated('ProtocolName')
         o.protocol_name = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Leader was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Leader is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
         o.leader = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Members was null')
@@ -1240,8 +1480,30 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
-            app_members(x_members)
+            e_members = _new(JoinGroupResponseMember)
+            e_members.group_instance_id = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_members.metadata = buf[pos:end]
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1258,7 +1520,7 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, out: bytearray) -> None:
         b_protocol_name = x_protocol_name.encode()
         if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=0)
-        out += _S0.pack(len(b_protocol_name))
+        out += _S1.pack(len(b_protocol_name))
         out += b_protocol_name
     x_leader = o.leader
     if x_leader is None:
@@ -1267,7 +1529,7 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, out: bytearray) -> None:
         b_leader = x_leader.encode()
         if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=0)
-        out += _S0.pack(len(b_leader))
+        out += _S1.pack(len(b_leader))
         out += b_leader
     x_member_id = o.member_id
     if x_member_id is None:
@@ -1276,22 +1538,39 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_members = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        out += _S1.pack(len(x_members))
+        out += _S0.pack(len(x_members))
         for e_members in x_members:
-            _encode_JoinGroupResponseMember_v0(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=0)
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
+            else:
+                b_members_metadata = x_members_metadata
+                out += _S0.pack(len(b_members_metadata))
+                out += b_members_metadata
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_JoinGroupResponse_v2(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    o = _new(JoinGroupResponse)
     blen = len(buf)
+    o = _new(JoinGroupResponse)
     o.protocol_type = None
     o.skip_assignment = False
     o.throttle_time_ms, o.error_code, o.generation_id, n = _S7.unpack_from(buf, pos)
@@ -1306,31 +1585,27 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _truncated('ProtocolName')
         o.protocol_name = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Leader was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Leader is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
         o.leader = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Members was null')
@@ -1340,8 +1615,30 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
-            app_members(x_members)
+            e_members = _new(JoinGroupResponseMember)
+            e_members.group_instance_id = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_members.metadata = buf[pos:end]
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1358,7 +1655,7 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, out: bytearray) -> None:
         b_protocol_name = x_protocol_name.encode()
         if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=2)
-        out += _S0.pack(len(b_protocol_name))
+        out += _S1.pack(len(b_protocol_name))
         out += b_protocol_name
     x_leader = o.leader
     if x_leader is None:
@@ -1367,7 +1664,7 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, out: bytearray) -> None:
         b_leader = x_leader.encode()
         if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=2)
-        out += _S0.pack(len(b_leader))
+        out += _S1.pack(len(b_leader))
         out += b_leader
     x_member_id = o.member_id
     if x_member_id is None:
@@ -1376,22 +1673,39 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_members = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=2)
     else:
-        out += _S1.pack(len(x_members))
+        out += _S0.pack(len(x_members))
         for e_members in x_members:
-            _encode_JoinGroupResponseMember_v0(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=2)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=2)
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=2)
+            else:
+                b_members_metadata = x_members_metadata
+                out += _S0.pack(len(b_members_metadata))
+                out += b_members_metadata
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_JoinGroupResponse_v5(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    o = _new(JoinGroupResponse)
     blen = len(buf)
+    o = _new(JoinGroupResponse)
     o.protocol_type = None
     o.skip_assignment = False
     o.throttle_time_ms, o.error_code, o.generation_id, n = _S7.unpack_from(buf, pos)
@@ -1406,31 +1720,27 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _truncated('ProtocolName')
         o.protocol_name = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Leader was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Leader is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
         o.leader = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Members was null')
@@ -1440,8 +1750,39 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_JoinGroupResponseMember_v5(buf, pos)
-            app_members(x_members)
+            e_members = _new(JoinGroupResponseMember)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_members.group_instance_id = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_members.metadata = buf[pos:end]
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1458,7 +1799,7 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, out: bytearray) -> None:
         b_protocol_name = x_protocol_name.encode()
         if len(b_protocol_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=5)
-        out += _S0.pack(len(b_protocol_name))
+        out += _S1.pack(len(b_protocol_name))
         out += b_protocol_name
     x_leader = o.leader
     if x_leader is None:
@@ -1467,7 +1808,7 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, out: bytearray) -> None:
         b_leader = x_leader.encode()
         if len(b_leader) > 0x7FFF:
             raise ValueOutOfRangeError('string field Leader is too long', version=5)
-        out += _S0.pack(len(b_leader))
+        out += _S1.pack(len(b_leader))
         out += b_leader
     x_member_id = o.member_id
     if x_member_id is None:
@@ -1476,22 +1817,48 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_members = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
-        out += _S1.pack(len(x_members))
+        out += _S0.pack(len(x_members))
         for e_members in x_members:
-            _encode_JoinGroupResponseMember_v5(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=5)
+                out += _S1.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out += b'\xff\xff'
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
+                out += _S1.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
+            else:
+                b_members_metadata = x_members_metadata
+                out += _S0.pack(len(b_members_metadata))
+                out += b_members_metadata
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    o = _new(JoinGroupResponse)
     blen = len(buf)
+    o = _new(JoinGroupResponse)
     o.protocol_type = None
     o.skip_assignment = False
     o.throttle_time_ms, o.error_code, o.generation_id = _S8.unpack_from(buf, pos)
@@ -1558,8 +1925,73 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
-            app_members(x_members)
+            e_members = _new(JoinGroupResponseMember)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_members.metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     n = buf[pos]
     if n < 0x80:
@@ -1636,7 +2068,47 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_JoinGroupResponseMember_v6(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=6)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=6)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
+            else:
+                b_members_metadata = x_members_metadata
+                m = len(b_members_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_metadata
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1644,8 +2116,8 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, out: bytearray) -> None:
 
 
 def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    o = _new(JoinGroupResponse)
     blen = len(buf)
+    o = _new(JoinGroupResponse)
     o.skip_assignment = False
     o.throttle_time_ms, o.error_code, o.generation_id = _S8.unpack_from(buf, pos)
     pos += 10
@@ -1727,8 +2199,73 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
-            app_members(x_members)
+            e_members = _new(JoinGroupResponseMember)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_members.metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     n = buf[pos]
     if n < 0x80:
@@ -1818,7 +2355,47 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_JoinGroupResponseMember_v6(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=7)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=7)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=7)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=7)
+            else:
+                b_members_metadata = x_members_metadata
+                m = len(b_members_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_metadata
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1826,8 +2403,8 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, out: bytearray) -> None:
 
 
 def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupResponse, int]:
-    o = _new(JoinGroupResponse)
     blen = len(buf)
+    o = _new(JoinGroupResponse)
     o.throttle_time_ms, o.error_code, o.generation_id = _S8.unpack_from(buf, pos)
     pos += 10
     n = buf[pos]
@@ -1910,8 +2487,73 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
-            app_members(x_members)
+            e_members = _new(JoinGroupResponseMember)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Metadata was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_members.metadata = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     n = buf[pos]
     if n < 0x80:
@@ -2000,7 +2642,47 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_JoinGroupResponseMember_v6(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=9)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=9)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=9)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            x_members_metadata = e_members.metadata
+            if x_members_metadata is None:
+                raise ValueOutOfRangeError('non-nullable field Metadata is None', version=9)
+            else:
+                b_members_metadata = x_members_metadata
+                m = len(b_members_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_metadata
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

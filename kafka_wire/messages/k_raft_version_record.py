@@ -32,8 +32,8 @@ class KRaftVersionRecord(Message):
 
 
 def _decode_KRaftVersionRecord_v0(buf: bytes, pos: int) -> tuple[KRaftVersionRecord, int]:
-    o = _new(KRaftVersionRecord)
     blen = len(buf)
+    o = _new(KRaftVersionRecord)
     o.version, o.k_raft_version = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

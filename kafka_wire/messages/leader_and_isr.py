@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,15 +25,16 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>iiiii')
-_S2 = _Struct('>ii')
+_S0 = _Struct('>iiiii')
+_S1 = _Struct('>ii')
+_S2 = _Struct('>h')
 _S3 = _Struct('>iiii')
 _S4 = _Struct('>i')
 _S5 = _Struct('>?')
@@ -174,41 +176,45 @@ class LeaderAndIsrResponse(Message):
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestPartitionState, int]:
-    o = _new(LeaderAndIsrRequestPartitionState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestPartitionState)
     o.adding_replicas = []
     o.removing_replicas = []
     o.is_new = False
     o.leader_recovery_state = 0
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.partition_epoch, n = _S2.unpack_from(buf, pos)
+    o.partition_epoch, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -224,7 +230,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartition
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     x_isr = o.isr
@@ -245,40 +251,44 @@ def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestPartitionState, int]:
-    o = _new(LeaderAndIsrRequestPartitionState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestPartitionState)
     o.adding_replicas = []
     o.removing_replicas = []
     o.leader_recovery_state = 0
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.partition_epoch, n = _S2.unpack_from(buf, pos)
+    o.partition_epoch, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -296,7 +306,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartition
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     x_isr = o.isr
@@ -318,29 +328,35 @@ def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestPartitionState, int]:
-    o = _new(LeaderAndIsrRequestPartitionState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestPartitionState)
     o.topic_name = ''
     o.adding_replicas = []
     o.removing_replicas = []
     o.leader_recovery_state = 0
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.partition_epoch, n = _S2.unpack_from(buf, pos)
+    o.partition_epoch, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -371,45 +387,57 @@ def _encode_LeaderAndIsrRequestPartitionState_v2(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestPartitionState, int]:
-    o = _new(LeaderAndIsrRequestPartitionState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestPartitionState)
     o.topic_name = ''
     o.leader_recovery_state = 0
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.partition_epoch, n = _S2.unpack_from(buf, pos)
+    o.partition_epoch, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field AddingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('AddingReplicas')
+            o.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field RemovingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('RemovingReplicas')
+            o.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -452,8 +480,8 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestPartitionState, int]:
-    o = _new(LeaderAndIsrRequestPartitionState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestPartitionState)
     o.topic_name = ''
     o.leader_recovery_state = 0
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(buf, pos)
@@ -467,9 +495,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -482,9 +513,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -495,9 +529,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field AddingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('AddingReplicas')
+            o.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -508,9 +545,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field RemovingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('RemovingReplicas')
+            o.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, = _S5.unpack_from(buf, pos)
     pos += 1
@@ -593,8 +633,8 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestPartitionState, int]:
-    o = _new(LeaderAndIsrRequestPartitionState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestPartitionState)
     o.topic_name = ''
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(buf, pos)
     pos += 16
@@ -607,9 +647,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.partition_epoch, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -622,9 +665,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -635,9 +681,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field AddingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('AddingReplicas')
+            o.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -648,9 +697,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     if n < 0:
         raise _invalid('non-nullable field RemovingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('RemovingReplicas')
+            o.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.is_new, o.leader_recovery_state = _S6.unpack_from(buf, pos)
     pos += 2
@@ -731,16 +783,14 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
-    o = _new(LeaderAndIsrRequestTopicState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestTopicState)
     o.topic_id = ZERO_UUID
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
@@ -756,8 +806,39 @@ def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: int) -> tuple[Lead
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v2(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.adding_replicas = []
+            e_partition_states.removing_replicas = []
+            e_partition_states.leader_recovery_state = 0
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.partition_epoch, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.is_new, = _S5.unpack_from(buf, pos)
+            pos += 1
+            e_partition_states.unknown_tagged_fields = ()
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     o.unknown_tagged_fields = ()
     return o, pos
@@ -771,7 +852,7 @@ def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, o
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     x_partition_states = o.partition_states
     if x_partition_states is None:
@@ -779,22 +860,38 @@ def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, o
     else:
         out += _S4.pack(len(x_partition_states))
         for e_partition_states in x_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v2(e_partition_states, out)
+            if e_partition_states.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=2)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                out += (_Ci32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>i{k_partition_states_isr}i')).pack(k_partition_states_isr, *x_partition_states_isr)
+            out += _S4.pack(e_partition_states.partition_epoch)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                out += (_Ci32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>i{k_partition_states_replicas}i')).pack(k_partition_states_replicas, *x_partition_states_replicas)
+            out += _S5.pack(e_partition_states.is_new)
+            if e_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
-    o = _new(LeaderAndIsrRequestTopicState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestTopicState)
     o.topic_id = ZERO_UUID
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
@@ -810,8 +907,61 @@ def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: int) -> tuple[Lead
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v3(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.leader_recovery_state = 0
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.partition_epoch, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S4.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field AddingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('AddingReplicas')
+                    e_partition_states.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S4.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field RemovingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('RemovingReplicas')
+                    e_partition_states.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.is_new, = _S5.unpack_from(buf, pos)
+            pos += 1
+            e_partition_states.unknown_tagged_fields = ()
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     o.unknown_tagged_fields = ()
     return o, pos
@@ -825,7 +975,7 @@ def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, o
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=3)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     x_partition_states = o.partition_states
     if x_partition_states is None:
@@ -833,14 +983,44 @@ def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, o
     else:
         out += _S4.pack(len(x_partition_states))
         for e_partition_states in x_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v3(e_partition_states, out)
+            if e_partition_states.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=3)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                out += (_Ci32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>i{k_partition_states_isr}i')).pack(k_partition_states_isr, *x_partition_states_isr)
+            out += _S4.pack(e_partition_states.partition_epoch)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                out += (_Ci32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>i{k_partition_states_replicas}i')).pack(k_partition_states_replicas, *x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=3)
+            else:
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                out += (_Ci32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>i{k_partition_states_adding_replicas}i')).pack(k_partition_states_adding_replicas, *x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=3)
+            else:
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                out += (_Ci32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>i{k_partition_states_removing_replicas}i')).pack(k_partition_states_removing_replicas, *x_partition_states_removing_replicas)
+            out += _S5.pack(e_partition_states.is_new)
+            if e_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
-    o = _new(LeaderAndIsrRequestTopicState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestTopicState)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -872,8 +1052,99 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.leader_recovery_state = 0
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.partition_epoch, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AddingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('AddingReplicas')
+                    e_partition_states.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field RemovingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('RemovingReplicas')
+                    e_partition_states.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.is_new, = _S5.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_states.unknown_tagged_fields = tuple(unknown_e_partition_states)
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
@@ -921,7 +1192,59 @@ def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, o
         else:
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v4(e_partition_states, out)
+            if e_partition_states.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=4)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
+            out += _S4.pack(e_partition_states.partition_epoch)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=4)
+            else:
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                m = k_partition_states_adding_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>{k_partition_states_adding_replicas}i')).pack(*x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=4)
+            else:
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                m = k_partition_states_removing_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>{k_partition_states_removing_replicas}i')).pack(*x_partition_states_removing_replicas)
+            out += _S5.pack(e_partition_states.is_new)
+            if e_partition_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -929,8 +1252,8 @@ def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, o
 
 
 def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
-    o = _new(LeaderAndIsrRequestTopicState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestTopicState)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -949,7 +1272,7 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
         pos = end
     u_topic_id_raw, = _S7.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -964,8 +1287,99 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.leader_recovery_state = 0
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.partition_epoch, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AddingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('AddingReplicas')
+                    e_partition_states.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field RemovingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('RemovingReplicas')
+                    e_partition_states.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.is_new, = _S5.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_states.unknown_tagged_fields = tuple(unknown_e_partition_states)
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
@@ -1014,7 +1428,59 @@ def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, o
         else:
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v4(e_partition_states, out)
+            if e_partition_states.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=5)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
+            out += _S4.pack(e_partition_states.partition_epoch)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=5)
+            else:
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                m = k_partition_states_adding_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>{k_partition_states_adding_replicas}i')).pack(*x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=5)
+            else:
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                m = k_partition_states_removing_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>{k_partition_states_removing_replicas}i')).pack(*x_partition_states_removing_replicas)
+            out += _S5.pack(e_partition_states.is_new)
+            if e_partition_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1022,8 +1488,8 @@ def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, o
 
 
 def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestTopicState, int]:
-    o = _new(LeaderAndIsrRequestTopicState)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestTopicState)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1042,7 +1508,7 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
         pos = end
     u_topic_id_raw, = _S7.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1057,8 +1523,98 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v6(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.partition_epoch, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AddingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('AddingReplicas')
+                    e_partition_states.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field RemovingReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('RemovingReplicas')
+                    e_partition_states.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.is_new, e_partition_states.leader_recovery_state = _S6.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_states.unknown_tagged_fields = tuple(unknown_e_partition_states)
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
@@ -1107,7 +1663,57 @@ def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, o
         else:
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v6(e_partition_states, out)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
+            out += _S4.pack(e_partition_states.partition_epoch)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_adding_replicas = e_partition_states.adding_replicas
+            if x_partition_states_adding_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=6)
+            else:
+                k_partition_states_adding_replicas = len(x_partition_states_adding_replicas)
+                m = k_partition_states_adding_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_adding_replicas] if k_partition_states_adding_replicas < 64 else _Struct(f'>{k_partition_states_adding_replicas}i')).pack(*x_partition_states_adding_replicas)
+            x_partition_states_removing_replicas = e_partition_states.removing_replicas
+            if x_partition_states_removing_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=6)
+            else:
+                k_partition_states_removing_replicas = len(x_partition_states_removing_replicas)
+                m = k_partition_states_removing_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_removing_replicas] if k_partition_states_removing_replicas < 64 else _Struct(f'>{k_partition_states_removing_replicas}i')).pack(*x_partition_states_removing_replicas)
+            out += _S6.pack(e_partition_states.is_new, e_partition_states.leader_recovery_state)
+            if e_partition_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1115,8 +1721,8 @@ def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, o
 
 
 def _decode_LeaderAndIsrRequestLiveLeader_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestLiveLeader, int]:
-    o = _new(LeaderAndIsrRequestLiveLeader)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestLiveLeader)
     o.broker_id, n = _S8.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -1144,7 +1750,7 @@ def _encode_LeaderAndIsrRequestLiveLeader_v0(o: LeaderAndIsrRequestLiveLeader, o
         b_host_name = x_host_name.encode()
         if len(b_host_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field HostName is too long', version=0)
-        out += _S0.pack(len(b_host_name))
+        out += _S2.pack(len(b_host_name))
         out += b_host_name
     out += _S4.pack(o.port)
     if o.unknown_tagged_fields:
@@ -1152,8 +1758,8 @@ def _encode_LeaderAndIsrRequestLiveLeader_v0(o: LeaderAndIsrRequestLiveLeader, o
 
 
 def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequestLiveLeader, int]:
-    o = _new(LeaderAndIsrRequestLiveLeader)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequestLiveLeader)
     o.broker_id, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1219,8 +1825,8 @@ def _encode_LeaderAndIsrRequestLiveLeader_v4(o: LeaderAndIsrRequestLiveLeader, o
 
 
 def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type = 0
@@ -1235,8 +1841,47 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v0(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_ungrouped_partition_states.adding_replicas = []
+            e_ungrouped_partition_states.removing_replicas = []
+            e_ungrouped_partition_states.is_new = False
+            e_ungrouped_partition_states.leader_recovery_state = 0
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.partition_epoch, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1248,8 +1893,23 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            e_live_leaders.unknown_tagged_fields = ()
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1262,28 +1922,66 @@ def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, out: bytearray) -> No
         raise FieldNotInVersionError('non-default Type cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=0)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v0(e_ungrouped_partition_states, out)
+            if e_ungrouped_partition_states.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.partition_epoch)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_live_leaders = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=0)
     else:
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=0)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=0)
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type = 0
@@ -1298,8 +1996,48 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v1(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(LeaderAndIsrRequestPartitionState)
+            e_ungrouped_partition_states.adding_replicas = []
+            e_ungrouped_partition_states.removing_replicas = []
+            e_ungrouped_partition_states.leader_recovery_state = 0
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.partition_epoch, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.is_new, = _S5.unpack_from(buf, pos)
+            pos += 1
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1311,8 +2049,23 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            e_live_leaders.unknown_tagged_fields = ()
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1325,28 +2078,67 @@ def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, out: bytearray) -> No
         raise FieldNotInVersionError('non-default Type cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_LeaderAndIsrRequestPartitionState_v1(e_ungrouped_partition_states, out)
+            if e_ungrouped_partition_states.leader_recovery_state != 0:
+                raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=1)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.partition_epoch)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            out += _S5.pack(e_ungrouped_partition_states.is_new)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     x_live_leaders = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=1)
     else:
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=1)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=1)
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -1373,8 +2165,23 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            e_live_leaders.unknown_tagged_fields = ()
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1401,14 +2208,26 @@ def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, out: bytearray) -> No
     else:
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=2)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=2)
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -1435,8 +2254,23 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            e_live_leaders.unknown_tagged_fields = ()
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1463,14 +2297,26 @@ def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, out: bytearray) -> No
     else:
         out += _S4.pack(len(x_live_leaders))
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v0(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=3)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=3)
+                out += _S2.pack(len(b_live_leaders_host_name))
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -1507,8 +2353,47 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_live_leaders.unknown_tagged_fields = ()
+            else:
+                unknown_e_live_leaders = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_live_leaders.append((tag, buf[pos:end]))
+                        pos = end
+                e_live_leaders.unknown_tagged_fields = tuple(unknown_e_live_leaders)
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
@@ -1561,7 +2446,25 @@ def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=4)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=4)
+                m = len(b_live_leaders_host_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1569,8 +2472,8 @@ def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, out: bytearray) -> No
 
 
 def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S12.unpack_from(buf, pos)
@@ -1606,8 +2509,47 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_live_leaders.unknown_tagged_fields = ()
+            else:
+                unknown_e_live_leaders = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_live_leaders.append((tag, buf[pos:end]))
+                        pos = end
+                e_live_leaders.unknown_tagged_fields = tuple(unknown_e_live_leaders)
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
@@ -1658,7 +2600,25 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=5)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=5)
+                m = len(b_live_leaders_host_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1666,8 +2626,8 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, out: bytearray) -> No
 
 
 def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S12.unpack_from(buf, pos)
@@ -1703,8 +2663,47 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_live_leaders.unknown_tagged_fields = ()
+            else:
+                unknown_e_live_leaders = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_live_leaders.append((tag, buf[pos:end]))
+                        pos = end
+                e_live_leaders.unknown_tagged_fields = tuple(unknown_e_live_leaders)
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
@@ -1755,7 +2754,25 @@ def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=6)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=6)
+                m = len(b_live_leaders_host_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1763,8 +2780,8 @@ def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, out: bytearray) -> No
 
 
 def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    o = _new(LeaderAndIsrRequest)
     blen = len(buf)
+    o = _new(LeaderAndIsrRequest)
     o.ungrouped_partition_states = []
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = _S13.unpack_from(buf, pos)
     pos += 18
@@ -1799,8 +2816,47 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
         for _ in range(n):
-            x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
-            app_live_leaders(x_live_leaders)
+            e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
+            e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field HostName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field HostName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('HostName')
+                e_live_leaders.host_name = buf[pos:end].decode()
+                pos = end
+            e_live_leaders.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_live_leaders.unknown_tagged_fields = ()
+            else:
+                unknown_e_live_leaders = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_live_leaders.append((tag, buf[pos:end]))
+                        pos = end
+                e_live_leaders.unknown_tagged_fields = tuple(unknown_e_live_leaders)
+            app_live_leaders(e_live_leaders)
         o.live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
@@ -1849,7 +2905,25 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_live_leaders in x_live_leaders:
-            _encode_LeaderAndIsrRequestLiveLeader_v4(e_live_leaders, out)
+            out += _S4.pack(e_live_leaders.broker_id)
+            x_live_leaders_host_name = e_live_leaders.host_name
+            if x_live_leaders_host_name is None:
+                raise ValueOutOfRangeError('non-nullable field HostName is None', version=7)
+            else:
+                b_live_leaders_host_name = x_live_leaders_host_name.encode()
+                if len(b_live_leaders_host_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field HostName is too long', version=7)
+                m = len(b_live_leaders_host_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_live_leaders_host_name
+            out += _S4.pack(e_live_leaders.port)
+            if e_live_leaders.unknown_tagged_fields:
+                _write_tagged(out, [], e_live_leaders.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1857,15 +2931,13 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, out: bytearray) -> No
 
 
 def _decode_LeaderAndIsrResponsePartitionError_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponsePartitionError, int]:
-    o = _new(LeaderAndIsrResponsePartitionError)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(LeaderAndIsrResponsePartitionError)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
@@ -1885,7 +2957,7 @@ def _encode_LeaderAndIsrResponsePartitionError_v0(o: LeaderAndIsrResponsePartiti
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     out += _S8.pack(o.partition_index, o.error_code)
     if o.unknown_tagged_fields:
@@ -1893,8 +2965,8 @@ def _encode_LeaderAndIsrResponsePartitionError_v0(o: LeaderAndIsrResponsePartiti
 
 
 def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponsePartitionError, int]:
-    o = _new(LeaderAndIsrResponsePartitionError)
     blen = len(buf)
+    o = _new(LeaderAndIsrResponsePartitionError)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1957,8 +3029,8 @@ def _encode_LeaderAndIsrResponsePartitionError_v4(o: LeaderAndIsrResponsePartiti
 
 
 def _decode_LeaderAndIsrResponsePartitionError_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponsePartitionError, int]:
-    o = _new(LeaderAndIsrResponsePartitionError)
     blen = len(buf)
+    o = _new(LeaderAndIsrResponsePartitionError)
     o.topic_name = ''
     o.partition_index, o.error_code = _S8.unpack_from(buf, pos)
     pos += 6
@@ -1993,11 +3065,11 @@ def _encode_LeaderAndIsrResponsePartitionError_v5(o: LeaderAndIsrResponsePartiti
 
 
 def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponseTopicError, int]:
-    o = _new(LeaderAndIsrResponseTopicError)
     blen = len(buf)
+    o = _new(LeaderAndIsrResponseTopicError)
     u_topic_id_raw, = _S7.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2012,8 +3084,30 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v5(buf, pos)
-            app_partition_errors(x_partition_errors)
+            e_partition_errors = _new(LeaderAndIsrResponsePartitionError)
+            e_partition_errors.topic_name = ''
+            e_partition_errors.partition_index, e_partition_errors.error_code = _S8.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_errors.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_errors = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_errors.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_errors.unknown_tagged_fields = tuple(unknown_e_partition_errors)
+            app_partition_errors(e_partition_errors)
         o.partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
@@ -2049,7 +3143,11 @@ def _encode_LeaderAndIsrResponseTopicError_v5(o: LeaderAndIsrResponseTopicError,
         else:
             _write_uvarint(out, m)
         for e_partition_errors in x_partition_errors:
-            _encode_LeaderAndIsrResponsePartitionError_v5(e_partition_errors, out)
+            out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
+            if e_partition_errors.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_errors.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2057,8 +3155,8 @@ def _encode_LeaderAndIsrResponseTopicError_v5(o: LeaderAndIsrResponseTopicError,
 
 
 def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponse, int]:
-    o = _new(LeaderAndIsrResponse)
     blen = len(buf)
+    o = _new(LeaderAndIsrResponse)
     o.topics = []
     o.error_code, n = _S14.unpack_from(buf, pos)
     pos += 6
@@ -2070,8 +3168,21 @@ def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v0(buf, pos)
-            app_partition_errors(x_partition_errors)
+            e_partition_errors = _new(LeaderAndIsrResponsePartitionError)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_partition_errors.topic_name = buf[pos:end].decode()
+                pos = end
+            e_partition_errors.partition_index, e_partition_errors.error_code = _S8.unpack_from(buf, pos)
+            pos += 6
+            e_partition_errors.unknown_tagged_fields = ()
+            app_partition_errors(e_partition_errors)
         o.partition_errors = lst_partition_errors
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2080,23 +3191,34 @@ def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
 def _encode_LeaderAndIsrResponse_v0(o: LeaderAndIsrResponse, out: bytearray) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
-    out += _S0.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_partition_errors = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=0)
     else:
         out += _S4.pack(len(x_partition_errors))
         for e_partition_errors in x_partition_errors:
-            _encode_LeaderAndIsrResponsePartitionError_v0(e_partition_errors, out)
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                out += _S2.pack(len(b_partition_errors_topic_name))
+                out += b_partition_errors_topic_name
+            out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
+            if e_partition_errors.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponse, int]:
-    o = _new(LeaderAndIsrResponse)
     blen = len(buf)
+    o = _new(LeaderAndIsrResponse)
     o.topics = []
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -2112,8 +3234,45 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v4(buf, pos)
-            app_partition_errors(x_partition_errors)
+            e_partition_errors = _new(LeaderAndIsrResponsePartitionError)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_partition_errors.topic_name = buf[pos:end].decode()
+                pos = end
+            e_partition_errors.partition_index, e_partition_errors.error_code = _S8.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_errors.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_errors = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_errors.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_errors.unknown_tagged_fields = tuple(unknown_e_partition_errors)
+            app_partition_errors(e_partition_errors)
         o.partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
@@ -2140,7 +3299,7 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
 def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, out: bytearray) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
-    out += _S0.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_partition_errors = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=4)
@@ -2151,7 +3310,24 @@ def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_partition_errors in x_partition_errors:
-            _encode_LeaderAndIsrResponsePartitionError_v4(e_partition_errors, out)
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
+            else:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=4)
+                m = len(b_partition_errors_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partition_errors_topic_name
+            out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
+            if e_partition_errors.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_errors.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2159,10 +3335,10 @@ def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, out: bytearray) -> 
 
 
 def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrResponse, int]:
-    o = _new(LeaderAndIsrResponse)
     blen = len(buf)
+    o = _new(LeaderAndIsrResponse)
     o.partition_errors = []
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -2206,7 +3382,7 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
 def _encode_LeaderAndIsrResponse_v5(o: LeaderAndIsrResponse, out: bytearray) -> None:
     if o.partition_errors is None or len(o.partition_errors) != 0:
         raise FieldNotInVersionError('non-default PartitionErrors cannot be written', version=5)
-    out += _S0.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)

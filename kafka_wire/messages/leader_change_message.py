@@ -10,10 +10,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -54,8 +63,8 @@ class LeaderChangeMessage(Message):
 
 
 def _decode_LeaderChangeMessageVoter_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMessageVoter, int]:
-    o = _new(LeaderChangeMessageVoter)
     blen = len(buf)
+    o = _new(LeaderChangeMessageVoter)
     o.voter_directory_id = ZERO_UUID
     o.voter_id, = _S0.unpack_from(buf, pos)
     pos += 4
@@ -92,11 +101,11 @@ def _encode_LeaderChangeMessageVoter_v0(o: LeaderChangeMessageVoter, out: bytear
 
 
 def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMessageVoter, int]:
-    o = _new(LeaderChangeMessageVoter)
     blen = len(buf)
+    o = _new(LeaderChangeMessageVoter)
     o.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
     pos += 20
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -128,8 +137,8 @@ def _encode_LeaderChangeMessageVoter_v1(o: LeaderChangeMessageVoter, out: bytear
 
 
 def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMessage, int]:
-    o = _new(LeaderChangeMessage)
     blen = len(buf)
+    o = _new(LeaderChangeMessage)
     o.version, o.leader_id = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -146,8 +155,30 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
         lst_voters: list[LeaderChangeMessageVoter] = []
         app_voters = lst_voters.append
         for _ in range(n):
-            x_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
-            app_voters(x_voters)
+            e_voters = _new(LeaderChangeMessageVoter)
+            e_voters.voter_directory_id = ZERO_UUID
+            e_voters.voter_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_voters.unknown_tagged_fields = tuple(unknown_e_voters)
+            app_voters(e_voters)
         o.voters = lst_voters
     n = buf[pos]
     if n < 0x80:
@@ -163,8 +194,30 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
         lst_granting_voters: list[LeaderChangeMessageVoter] = []
         app_granting_voters = lst_granting_voters.append
         for _ in range(n):
-            x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
-            app_granting_voters(x_granting_voters)
+            e_granting_voters = _new(LeaderChangeMessageVoter)
+            e_granting_voters.voter_directory_id = ZERO_UUID
+            e_granting_voters.voter_id, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_granting_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_granting_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_granting_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_granting_voters.unknown_tagged_fields = tuple(unknown_e_granting_voters)
+            app_granting_voters(e_granting_voters)
         o.granting_voters = lst_granting_voters
     n = buf[pos]
     if n < 0x80:
@@ -200,7 +253,13 @@ def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_voters in x_voters:
-            _encode_LeaderChangeMessageVoter_v0(e_voters, out)
+            if e_voters.voter_directory_id != ZERO_UUID:
+                raise FieldNotInVersionError('non-default VoterDirectoryId cannot be written', version=0)
+            out += _S0.pack(e_voters.voter_id)
+            if e_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_granting_voters = o.granting_voters
     if x_granting_voters is None:
         raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=0)
@@ -211,7 +270,13 @@ def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_granting_voters in x_granting_voters:
-            _encode_LeaderChangeMessageVoter_v0(e_granting_voters, out)
+            if e_granting_voters.voter_directory_id != ZERO_UUID:
+                raise FieldNotInVersionError('non-default VoterDirectoryId cannot be written', version=0)
+            out += _S0.pack(e_granting_voters.voter_id)
+            if e_granting_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_granting_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -219,8 +284,8 @@ def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, out: bytearray) -> No
 
 
 def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMessage, int]:
-    o = _new(LeaderChangeMessage)
     blen = len(buf)
+    o = _new(LeaderChangeMessage)
     o.version, o.leader_id = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -237,8 +302,30 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
         lst_voters: list[LeaderChangeMessageVoter] = []
         app_voters = lst_voters.append
         for _ in range(n):
-            x_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
-            app_voters(x_voters)
+            e_voters = _new(LeaderChangeMessageVoter)
+            e_voters.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
+            pos += 20
+            e_voters.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_voters.unknown_tagged_fields = tuple(unknown_e_voters)
+            app_voters(e_voters)
         o.voters = lst_voters
     n = buf[pos]
     if n < 0x80:
@@ -254,8 +341,30 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
         lst_granting_voters: list[LeaderChangeMessageVoter] = []
         app_granting_voters = lst_granting_voters.append
         for _ in range(n):
-            x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
-            app_granting_voters(x_granting_voters)
+            e_granting_voters = _new(LeaderChangeMessageVoter)
+            e_granting_voters.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
+            pos += 20
+            e_granting_voters.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_granting_voters.unknown_tagged_fields = ()
+            else:
+                unknown_e_granting_voters = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_granting_voters.append((tag, buf[pos:end]))
+                        pos = end
+                e_granting_voters.unknown_tagged_fields = tuple(unknown_e_granting_voters)
+            app_granting_voters(e_granting_voters)
         o.granting_voters = lst_granting_voters
     n = buf[pos]
     if n < 0x80:
@@ -291,7 +400,11 @@ def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_voters in x_voters:
-            _encode_LeaderChangeMessageVoter_v1(e_voters, out)
+            out += _S1.pack(e_voters.voter_id, e_voters.voter_directory_id.bytes)
+            if e_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_granting_voters = o.granting_voters
     if x_granting_voters is None:
         raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=1)
@@ -302,7 +415,11 @@ def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_granting_voters in x_granting_voters:
-            _encode_LeaderChangeMessageVoter_v1(e_granting_voters, out)
+            out += _S1.pack(e_granting_voters.voter_id, e_granting_voters.voter_directory_id.bytes)
+            if e_granting_voters.unknown_tagged_fields:
+                _write_tagged(out, [], e_granting_voters.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -83,28 +83,24 @@ class LeaveGroupResponse(Message):
 
 
 def _decode_LeaveGroupRequestMemberIdentity_v3(buf: bytes, pos: int) -> tuple[LeaveGroupRequestMemberIdentity, int]:
-    o = _new(LeaveGroupRequestMemberIdentity)
     blen = len(buf)
+    o = _new(LeaveGroupRequestMemberIdentity)
     o.reason = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
@@ -138,8 +134,8 @@ def _encode_LeaveGroupRequestMemberIdentity_v3(o: LeaveGroupRequestMemberIdentit
 
 
 def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRequestMemberIdentity, int]:
-    o = _new(LeaveGroupRequestMemberIdentity)
     blen = len(buf)
+    o = _new(LeaveGroupRequestMemberIdentity)
     o.reason = None
     n = buf[pos]
     if n < 0x80:
@@ -229,8 +225,8 @@ def _encode_LeaveGroupRequestMemberIdentity_v4(o: LeaveGroupRequestMemberIdentit
 
 
 def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: int) -> tuple[LeaveGroupRequestMemberIdentity, int]:
-    o = _new(LeaveGroupRequestMemberIdentity)
     blen = len(buf)
+    o = _new(LeaveGroupRequestMemberIdentity)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -348,28 +344,24 @@ def _encode_LeaveGroupRequestMemberIdentity_v5(o: LeaveGroupRequestMemberIdentit
 
 
 def _decode_LeaveGroupRequest_v0(buf: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
-    o = _new(LeaveGroupRequest)
     blen = len(buf)
+    o = _new(LeaveGroupRequest)
     o.members = []
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
@@ -405,16 +397,14 @@ def _encode_LeaveGroupRequest_v0(o: LeaveGroupRequest, out: bytearray) -> None:
 
 
 def _decode_LeaveGroupRequest_v3(buf: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
-    o = _new(LeaveGroupRequest)
     blen = len(buf)
+    o = _new(LeaveGroupRequest)
     o.member_id = ''
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -430,8 +420,30 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: int) -> tuple[LeaveGroupReques
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v3(buf, pos)
-            app_members(x_members)
+            e_members = _new(LeaveGroupRequestMemberIdentity)
+            e_members.reason = None
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_members.group_instance_id = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
@@ -455,14 +467,33 @@ def _encode_LeaveGroupRequest_v3(o: LeaveGroupRequest, out: bytearray) -> None:
     else:
         out += _S1.pack(len(x_members))
         for e_members in x_members:
-            _encode_LeaveGroupRequestMemberIdentity_v3(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=3)
+                out += _S0.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out += b'\xff\xff'
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
+                out += _S0.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
-    o = _new(LeaveGroupRequest)
     blen = len(buf)
+    o = _new(LeaveGroupRequest)
     o.member_id = ''
     n = buf[pos]
     if n < 0x80:
@@ -494,8 +525,60 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v4(buf, pos)
-            app_members(x_members)
+            e_members = _new(LeaveGroupRequestMemberIdentity)
+            e_members.reason = None
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     n = buf[pos]
     if n < 0x80:
@@ -545,7 +628,36 @@ def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_LeaveGroupRequestMemberIdentity_v4(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=4)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -553,8 +665,8 @@ def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, out: bytearray) -> None:
 
 
 def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupRequest, int]:
-    o = _new(LeaveGroupRequest)
     blen = len(buf)
+    o = _new(LeaveGroupRequest)
     o.member_id = ''
     n = buf[pos]
     if n < 0x80:
@@ -586,8 +698,75 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v5(buf, pos)
-            app_members(x_members)
+            e_members = _new(LeaveGroupRequestMemberIdentity)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.reason = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Reason is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Reason')
+                e_members.reason = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     n = buf[pos]
     if n < 0x80:
@@ -637,7 +816,49 @@ def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_LeaveGroupRequestMemberIdentity_v5(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=5)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            x_members_reason = e_members.reason
+            if x_members_reason is None:
+                out.append(0)
+            else:
+                b_members_reason = x_members_reason.encode()
+                if len(b_members_reason) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Reason is too long', version=5)
+                m = len(b_members_reason) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_reason
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -645,27 +866,23 @@ def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, out: bytearray) -> None:
 
 
 def _decode_LeaveGroupResponseMemberResponse_v3(buf: bytes, pos: int) -> tuple[LeaveGroupResponseMemberResponse, int]:
-    o = _new(LeaveGroupResponseMemberResponse)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(LeaveGroupResponseMemberResponse)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
@@ -702,8 +919,8 @@ def _encode_LeaveGroupResponseMemberResponse_v3(o: LeaveGroupResponseMemberRespo
 
 
 def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupResponseMemberResponse, int]:
-    o = _new(LeaveGroupResponseMemberResponse)
     blen = len(buf)
+    o = _new(LeaveGroupResponseMemberResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -830,8 +1047,8 @@ def _encode_LeaveGroupResponse_v1(o: LeaveGroupResponse, out: bytearray) -> None
 
 
 def _decode_LeaveGroupResponse_v3(buf: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    o = _new(LeaveGroupResponse)
     blen = len(buf)
+    o = _new(LeaveGroupResponse)
     o.throttle_time_ms, o.error_code, n = _S3.unpack_from(buf, pos)
     pos += 10
     if n < 0:
@@ -842,8 +1059,31 @@ def _decode_LeaveGroupResponse_v3(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
         lst_members: list[LeaveGroupResponseMemberResponse] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_LeaveGroupResponseMemberResponse_v3(buf, pos)
-            app_members(x_members)
+            e_members = _new(LeaveGroupResponseMemberResponse)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                e_members.group_instance_id = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            e_members.error_code, = _S0.unpack_from(buf, pos)
+            pos += 2
+            e_members.unknown_tagged_fields = ()
+            app_members(e_members)
         o.members = lst_members
     o.unknown_tagged_fields = ()
     return o, pos
@@ -857,14 +1097,34 @@ def _encode_LeaveGroupResponse_v3(o: LeaveGroupResponse, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_members))
         for e_members in x_members:
-            _encode_LeaveGroupResponseMemberResponse_v3(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=3)
+                out += _S0.pack(len(b_members_member_id))
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out += b'\xff\xff'
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
+                out += _S0.pack(len(b_members_group_instance_id))
+                out += b_members_group_instance_id
+            out += _S0.pack(e_members.error_code)
+            if e_members.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupResponse, int]:
-    o = _new(LeaveGroupResponse)
     blen = len(buf)
+    o = _new(LeaveGroupResponse)
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -881,8 +1141,61 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
         lst_members: list[LeaveGroupResponseMemberResponse] = []
         app_members = lst_members.append
         for _ in range(n):
-            x_members, pos = _decode_LeaveGroupResponseMemberResponse_v4(buf, pos)
-            app_members(x_members)
+            e_members = _new(LeaveGroupResponseMemberResponse)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_members.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_members.group_instance_id = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupInstanceId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupInstanceId')
+                e_members.group_instance_id = buf[pos:end].decode()
+                pos = end
+            e_members.error_code, = _S0.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_members.unknown_tagged_fields = ()
+            else:
+                unknown_e_members = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_members.append((tag, buf[pos:end]))
+                        pos = end
+                e_members.unknown_tagged_fields = tuple(unknown_e_members)
+            app_members(e_members)
         o.members = lst_members
     n = buf[pos]
     if n < 0x80:
@@ -918,7 +1231,37 @@ def _encode_LeaveGroupResponse_v4(o: LeaveGroupResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_members in x_members:
-            _encode_LeaveGroupResponseMemberResponse_v4(e_members, out)
+            x_members_member_id = e_members.member_id
+            if x_members_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
+            else:
+                b_members_member_id = x_members_member_id.encode()
+                if len(b_members_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=4)
+                m = len(b_members_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_member_id
+            x_members_group_instance_id = e_members.group_instance_id
+            if x_members_group_instance_id is None:
+                out.append(0)
+            else:
+                b_members_group_instance_id = x_members_group_instance_id.encode()
+                if len(b_members_group_instance_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
+                m = len(b_members_group_instance_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_members_group_instance_id
+            out += _S0.pack(e_members.error_code)
+            if e_members.unknown_tagged_fields:
+                _write_tagged(out, [], e_members.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

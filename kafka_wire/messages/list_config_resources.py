@@ -62,8 +62,8 @@ class ListConfigResourcesResponse(Message):
 
 
 def _decode_ListConfigResourcesRequest_v0(buf: bytes, pos: int) -> tuple[ListConfigResourcesRequest, int]:
-    o = _new(ListConfigResourcesRequest)
     blen = len(buf)
+    o = _new(ListConfigResourcesRequest)
     o.resource_types = []
     n = buf[pos]
     if n < 0x80:
@@ -97,8 +97,8 @@ def _encode_ListConfigResourcesRequest_v0(o: ListConfigResourcesRequest, out: by
 
 
 def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListConfigResourcesRequest, int]:
-    o = _new(ListConfigResourcesRequest)
     blen = len(buf)
+    o = _new(ListConfigResourcesRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -108,9 +108,12 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListCon
     if n < 0:
         raise _invalid('non-nullable field ResourceTypes was null')
     else:
-        if n * 1 > blen - pos:
-            raise _truncated('ResourceTypes')
-        o.resource_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        if n < 64:
+            o.resource_types = [*_Ai8[n].unpack_from(buf, pos)]
+        else:
+            if n * 1 > blen - pos:
+                raise _truncated('ResourceTypes')
+            o.resource_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -153,8 +156,8 @@ def _encode_ListConfigResourcesRequest_v1(o: ListConfigResourcesRequest, out: by
 
 
 def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: int) -> tuple[ListConfigResourcesResponseConfigResource, int]:
-    o = _new(ListConfigResourcesResponseConfigResource)
     blen = len(buf)
+    o = _new(ListConfigResourcesResponseConfigResource)
     o.resource_type = 16
     n = buf[pos]
     if n < 0x80:
@@ -215,8 +218,8 @@ def _encode_ListConfigResourcesResponseConfigResource_v0(o: ListConfigResourcesR
 
 
 def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: int) -> tuple[ListConfigResourcesResponseConfigResource, int]:
-    o = _new(ListConfigResourcesResponseConfigResource)
     blen = len(buf)
+    o = _new(ListConfigResourcesResponseConfigResource)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -279,8 +282,8 @@ def _encode_ListConfigResourcesResponseConfigResource_v1(o: ListConfigResourcesR
 
 
 def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListConfigResourcesResponse, int]:
-    o = _new(ListConfigResourcesResponse)
     blen = len(buf)
+    o = _new(ListConfigResourcesResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -297,8 +300,44 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
         lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
         app_config_resources = lst_config_resources.append
         for _ in range(n):
-            x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v0(buf, pos)
-            app_config_resources(x_config_resources)
+            e_config_resources = _new(ListConfigResourcesResponseConfigResource)
+            e_config_resources.resource_type = 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_config_resources.resource_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_config_resources.unknown_tagged_fields = ()
+            else:
+                unknown_e_config_resources = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_config_resources.append((tag, buf[pos:end]))
+                        pos = end
+                e_config_resources.unknown_tagged_fields = tuple(unknown_e_config_resources)
+            app_config_resources(e_config_resources)
         o.config_resources = lst_config_resources
     n = buf[pos]
     if n < 0x80:
@@ -334,7 +373,23 @@ def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, out: 
         else:
             _write_uvarint(out, m)
         for e_config_resources in x_config_resources:
-            _encode_ListConfigResourcesResponseConfigResource_v0(e_config_resources, out)
+            x_config_resources_resource_name = e_config_resources.resource_name
+            if x_config_resources_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
+            else:
+                b_config_resources_resource_name = x_config_resources_resource_name.encode()
+                if len(b_config_resources_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
+                m = len(b_config_resources_resource_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_config_resources_resource_name
+            if e_config_resources.unknown_tagged_fields:
+                _write_tagged(out, [], e_config_resources.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -342,8 +397,8 @@ def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, out: 
 
 
 def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListConfigResourcesResponse, int]:
-    o = _new(ListConfigResourcesResponse)
     blen = len(buf)
+    o = _new(ListConfigResourcesResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -360,8 +415,45 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
         lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
         app_config_resources = lst_config_resources.append
         for _ in range(n):
-            x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v1(buf, pos)
-            app_config_resources(x_config_resources)
+            e_config_resources = _new(ListConfigResourcesResponseConfigResource)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ResourceName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ResourceName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ResourceName')
+                e_config_resources.resource_name = buf[pos:end].decode()
+                pos = end
+            e_config_resources.resource_type, = _S0.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_config_resources.unknown_tagged_fields = ()
+            else:
+                unknown_e_config_resources = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_config_resources.append((tag, buf[pos:end]))
+                        pos = end
+                e_config_resources.unknown_tagged_fields = tuple(unknown_e_config_resources)
+            app_config_resources(e_config_resources)
         o.config_resources = lst_config_resources
     n = buf[pos]
     if n < 0x80:
@@ -397,7 +489,24 @@ def _encode_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, out: 
         else:
             _write_uvarint(out, m)
         for e_config_resources in x_config_resources:
-            _encode_ListConfigResourcesResponseConfigResource_v1(e_config_resources, out)
+            x_config_resources_resource_name = e_config_resources.resource_name
+            if x_config_resources_resource_name is None:
+                raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
+            else:
+                b_config_resources_resource_name = x_config_resources_resource_name.encode()
+                if len(b_config_resources_resource_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
+                m = len(b_config_resources_resource_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_config_resources_resource_name
+            out += _S0.pack(e_config_resources.resource_type)
+            if e_config_resources.unknown_tagged_fields:
+                _write_tagged(out, [], e_config_resources.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

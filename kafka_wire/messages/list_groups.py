@@ -87,8 +87,8 @@ def _encode_ListGroupsRequest_v0(o: ListGroupsRequest, out: bytearray) -> None:
 
 
 def _decode_ListGroupsRequest_v3(buf: bytes, pos: int) -> tuple[ListGroupsRequest, int]:
-    o = _new(ListGroupsRequest)
     blen = len(buf)
+    o = _new(ListGroupsRequest)
     o.states_filter = []
     o.types_filter = []
     n = buf[pos]
@@ -125,8 +125,8 @@ def _encode_ListGroupsRequest_v3(o: ListGroupsRequest, out: bytearray) -> None:
 
 
 def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsRequest, int]:
-    o = _new(ListGroupsRequest)
     blen = len(buf)
+    o = _new(ListGroupsRequest)
     o.types_filter = []
     n = buf[pos]
     if n < 0x80:
@@ -209,8 +209,8 @@ def _encode_ListGroupsRequest_v4(o: ListGroupsRequest, out: bytearray) -> None:
 
 
 def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsRequest, int]:
-    o = _new(ListGroupsRequest)
     blen = len(buf)
+    o = _new(ListGroupsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -339,29 +339,25 @@ def _encode_ListGroupsRequest_v5(o: ListGroupsRequest, out: bytearray) -> None:
 
 
 def _decode_ListGroupsResponseListedGroup_v0(buf: bytes, pos: int) -> tuple[ListGroupsResponseListedGroup, int]:
-    o = _new(ListGroupsResponseListedGroup)
     blen = len(buf)
+    o = _new(ListGroupsResponseListedGroup)
     o.group_state = ''
     o.group_type = ''
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field ProtocolType was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
@@ -395,8 +391,8 @@ def _encode_ListGroupsResponseListedGroup_v0(o: ListGroupsResponseListedGroup, o
 
 
 def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: int) -> tuple[ListGroupsResponseListedGroup, int]:
-    o = _new(ListGroupsResponseListedGroup)
     blen = len(buf)
+    o = _new(ListGroupsResponseListedGroup)
     o.group_state = ''
     o.group_type = ''
     n = buf[pos]
@@ -487,8 +483,8 @@ def _encode_ListGroupsResponseListedGroup_v3(o: ListGroupsResponseListedGroup, o
 
 
 def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: int) -> tuple[ListGroupsResponseListedGroup, int]:
-    o = _new(ListGroupsResponseListedGroup)
     blen = len(buf)
+    o = _new(ListGroupsResponseListedGroup)
     o.group_type = ''
     n = buf[pos]
     if n < 0x80:
@@ -607,8 +603,8 @@ def _encode_ListGroupsResponseListedGroup_v4(o: ListGroupsResponseListedGroup, o
 
 
 def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: int) -> tuple[ListGroupsResponseListedGroup, int]:
-    o = _new(ListGroupsResponseListedGroup)
     blen = len(buf)
+    o = _new(ListGroupsResponseListedGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -755,8 +751,8 @@ def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, o
 
 
 def _decode_ListGroupsResponse_v0(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    o = _new(ListGroupsResponse)
     blen = len(buf)
+    o = _new(ListGroupsResponse)
     o.throttle_time_ms = 0
     o.error_code, n = _S1.unpack_from(buf, pos)
     pos += 6
@@ -768,8 +764,31 @@ def _decode_ListGroupsResponse_v0(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
-            app_groups(x_groups)
+            e_groups = _new(ListGroupsResponseListedGroup)
+            e_groups.group_state = ''
+            e_groups.group_type = ''
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_groups.group_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ProtocolType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ProtocolType')
+                e_groups.protocol_type = buf[pos:end].decode()
+                pos = end
+            e_groups.unknown_tagged_fields = ()
+            app_groups(e_groups)
         o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
@@ -783,14 +802,33 @@ def _encode_ListGroupsResponse_v0(o: ListGroupsResponse, out: bytearray) -> None
     else:
         out += _S2.pack(len(x_groups))
         for e_groups in x_groups:
-            _encode_ListGroupsResponseListedGroup_v0(e_groups, out)
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
+            else:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=0)
+                out += _S0.pack(len(b_groups_group_id))
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
+                raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
+            else:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
+                out += _S0.pack(len(b_groups_protocol_type))
+                out += b_groups_protocol_type
+            if e_groups.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ListGroupsResponse_v1(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    o = _new(ListGroupsResponse)
     blen = len(buf)
+    o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code, n = _S3.unpack_from(buf, pos)
     pos += 10
     if n < 0:
@@ -801,8 +839,31 @@ def _decode_ListGroupsResponse_v1(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
-            app_groups(x_groups)
+            e_groups = _new(ListGroupsResponseListedGroup)
+            e_groups.group_state = ''
+            e_groups.group_type = ''
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_groups.group_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field ProtocolType was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ProtocolType')
+                e_groups.protocol_type = buf[pos:end].decode()
+                pos = end
+            e_groups.unknown_tagged_fields = ()
+            app_groups(e_groups)
         o.groups = lst_groups
     o.unknown_tagged_fields = ()
     return o, pos
@@ -816,14 +877,33 @@ def _encode_ListGroupsResponse_v1(o: ListGroupsResponse, out: bytearray) -> None
     else:
         out += _S2.pack(len(x_groups))
         for e_groups in x_groups:
-            _encode_ListGroupsResponseListedGroup_v0(e_groups, out)
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
+            else:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=1)
+                out += _S0.pack(len(b_groups_group_id))
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
+                raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=1)
+            else:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ProtocolType is too long', version=1)
+                out += _S0.pack(len(b_groups_protocol_type))
+                out += b_groups_protocol_type
+            if e_groups.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    o = _new(ListGroupsResponse)
     blen = len(buf)
+    o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -840,8 +920,61 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            x_groups, pos = _decode_ListGroupsResponseListedGroup_v3(buf, pos)
-            app_groups(x_groups)
+            e_groups = _new(ListGroupsResponseListedGroup)
+            e_groups.group_state = ''
+            e_groups.group_type = ''
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_groups.group_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ProtocolType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ProtocolType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ProtocolType')
+                e_groups.protocol_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_groups.unknown_tagged_fields = ()
+            else:
+                unknown_e_groups = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_groups.append((tag, buf[pos:end]))
+                        pos = end
+                e_groups.unknown_tagged_fields = tuple(unknown_e_groups)
+            app_groups(e_groups)
         o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
@@ -877,7 +1010,36 @@ def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_groups in x_groups:
-            _encode_ListGroupsResponseListedGroup_v3(e_groups, out)
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
+            else:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=3)
+                m = len(b_groups_group_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
+                raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=3)
+            else:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ProtocolType is too long', version=3)
+                m = len(b_groups_protocol_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_protocol_type
+            if e_groups.unknown_tagged_fields:
+                _write_tagged(out, [], e_groups.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -885,8 +1047,8 @@ def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, out: bytearray) -> None
 
 
 def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    o = _new(ListGroupsResponse)
     blen = len(buf)
+    o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -903,8 +1065,76 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            x_groups, pos = _decode_ListGroupsResponseListedGroup_v4(buf, pos)
-            app_groups(x_groups)
+            e_groups = _new(ListGroupsResponseListedGroup)
+            e_groups.group_type = ''
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_groups.group_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ProtocolType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ProtocolType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ProtocolType')
+                e_groups.protocol_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupState was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupState is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupState')
+                e_groups.group_state = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_groups.unknown_tagged_fields = ()
+            else:
+                unknown_e_groups = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_groups.append((tag, buf[pos:end]))
+                        pos = end
+                e_groups.unknown_tagged_fields = tuple(unknown_e_groups)
+            app_groups(e_groups)
         o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
@@ -940,7 +1170,49 @@ def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_groups in x_groups:
-            _encode_ListGroupsResponseListedGroup_v4(e_groups, out)
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
+            else:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=4)
+                m = len(b_groups_group_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
+                raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
+            else:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ProtocolType is too long', version=4)
+                m = len(b_groups_protocol_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_protocol_type
+            x_groups_group_state = e_groups.group_state
+            if x_groups_group_state is None:
+                raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
+            else:
+                b_groups_group_state = x_groups_group_state.encode()
+                if len(b_groups_group_state) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupState is too long', version=4)
+                m = len(b_groups_group_state) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_group_state
+            if e_groups.unknown_tagged_fields:
+                _write_tagged(out, [], e_groups.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -948,8 +1220,8 @@ def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, out: bytearray) -> None
 
 
 def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsResponse, int]:
-    o = _new(ListGroupsResponse)
     blen = len(buf)
+    o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -966,8 +1238,91 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
         for _ in range(n):
-            x_groups, pos = _decode_ListGroupsResponseListedGroup_v5(buf, pos)
-            app_groups(x_groups)
+            e_groups = _new(ListGroupsResponseListedGroup)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupId')
+                e_groups.group_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ProtocolType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ProtocolType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ProtocolType')
+                e_groups.protocol_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupState was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupState is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupState')
+                e_groups.group_state = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field GroupType was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field GroupType is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('GroupType')
+                e_groups.group_type = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_groups.unknown_tagged_fields = ()
+            else:
+                unknown_e_groups = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_groups.append((tag, buf[pos:end]))
+                        pos = end
+                e_groups.unknown_tagged_fields = tuple(unknown_e_groups)
+            app_groups(e_groups)
         o.groups = lst_groups
     n = buf[pos]
     if n < 0x80:
@@ -1003,7 +1358,62 @@ def _encode_ListGroupsResponse_v5(o: ListGroupsResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_groups in x_groups:
-            _encode_ListGroupsResponseListedGroup_v5(e_groups, out)
+            x_groups_group_id = e_groups.group_id
+            if x_groups_group_id is None:
+                raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
+            else:
+                b_groups_group_id = x_groups_group_id.encode()
+                if len(b_groups_group_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupId is too long', version=5)
+                m = len(b_groups_group_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_group_id
+            x_groups_protocol_type = e_groups.protocol_type
+            if x_groups_protocol_type is None:
+                raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
+            else:
+                b_groups_protocol_type = x_groups_protocol_type.encode()
+                if len(b_groups_protocol_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
+                m = len(b_groups_protocol_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_protocol_type
+            x_groups_group_state = e_groups.group_state
+            if x_groups_group_state is None:
+                raise ValueOutOfRangeError('non-nullable field GroupState is None', version=5)
+            else:
+                b_groups_group_state = x_groups_group_state.encode()
+                if len(b_groups_group_state) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupState is too long', version=5)
+                m = len(b_groups_group_state) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_group_state
+            x_groups_group_type = e_groups.group_type
+            if x_groups_group_type is None:
+                raise ValueOutOfRangeError('non-nullable field GroupType is None', version=5)
+            else:
+                b_groups_group_type = x_groups_group_type.encode()
+                if len(b_groups_group_type) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field GroupType is too long', version=5)
+                m = len(b_groups_group_type) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_groups_group_type
+            if e_groups.unknown_tagged_fields:
+                _write_tagged(out, [], e_groups.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

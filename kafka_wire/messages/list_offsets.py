@@ -33,8 +33,8 @@ _new = object.__new__
 _S0 = _Struct('>iqi')
 _S1 = _Struct('>iq')
 _S2 = _Struct('>iiq')
-_S3 = _Struct('>h')
-_S4 = _Struct('>i')
+_S3 = _Struct('>i')
+_S4 = _Struct('>h')
 _S5 = _Struct('>ii')
 _S6 = _Struct('>ibi')
 _S7 = _Struct('>ib')
@@ -185,8 +185,8 @@ def _encode_ListOffsetsRequestPartition_v4(o: ListOffsetsRequestPartition, out: 
 
 
 def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequestPartition, int]:
-    o = _new(ListOffsetsRequestPartition)
     blen = len(buf)
+    o = _new(ListOffsetsRequestPartition)
     o.max_num_offsets = 1
     o.partition_index, o.current_leader_epoch, o.timestamp = _S2.unpack_from(buf, pos)
     pos += 16
@@ -223,21 +223,19 @@ def _encode_ListOffsetsRequestPartition_v6(o: ListOffsetsRequestPartition, out: 
 
 
 def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
-    o = _new(ListOffsetsRequestTopic)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(ListOffsetsRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -247,8 +245,12 @@ def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[ListOffset
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsRequestPartition)
+            e_partitions.current_leader_epoch = -1
+            e_partitions.partition_index, e_partitions.timestamp, e_partitions.max_num_offsets = _S0.unpack_from(buf, pos)
+            pos += 16
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -262,35 +264,35 @@ def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, out: bytearra
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S3.pack(len(b_name))
+        out += _S4.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_ListOffsetsRequestPartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.timestamp, e_partitions.max_num_offsets)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
-    o = _new(ListOffsetsRequestTopic)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(ListOffsetsRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -300,8 +302,13 @@ def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: int) -> tuple[ListOffset
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsRequestPartition_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsRequestPartition)
+            e_partitions.current_leader_epoch = -1
+            e_partitions.max_num_offsets = 1
+            e_partitions.partition_index, e_partitions.timestamp = _S1.unpack_from(buf, pos)
+            pos += 12
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -315,35 +322,37 @@ def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, out: bytearra
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S3.pack(len(b_name))
+        out += _S4.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_ListOffsetsRequestPartition_v1(e_partitions, out)
+            if e_partitions.max_num_offsets != 1:
+                raise FieldNotInVersionError('non-default MaxNumOffsets cannot be written', version=1)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.timestamp)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
-    o = _new(ListOffsetsRequestTopic)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(ListOffsetsRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -353,8 +362,12 @@ def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: int) -> tuple[ListOffset
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsRequestPartition_v4(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsRequestPartition)
+            e_partitions.max_num_offsets = 1
+            e_partitions.partition_index, e_partitions.current_leader_epoch, e_partitions.timestamp = _S2.unpack_from(buf, pos)
+            pos += 16
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -368,22 +381,26 @@ def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, out: bytearra
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        out += _S3.pack(len(b_name))
+        out += _S4.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_ListOffsetsRequestPartition_v4(e_partitions, out)
+            if e_partitions.max_num_offsets != 1:
+                raise FieldNotInVersionError('non-default MaxNumOffsets cannot be written', version=4)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.current_leader_epoch, e_partitions.timestamp)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 4')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequestTopic, int]:
-    o = _new(ListOffsetsRequestTopic)
     blen = len(buf)
+    o = _new(ListOffsetsRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -414,8 +431,30 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsRequestPartition_v6(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsRequestPartition)
+            e_partitions.max_num_offsets = 1
+            e_partitions.partition_index, e_partitions.current_leader_epoch, e_partitions.timestamp = _S2.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -463,7 +502,13 @@ def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ListOffsetsRequestPartition_v6(e_partitions, out)
+            if e_partitions.max_num_offsets != 1:
+                raise FieldNotInVersionError('non-default MaxNumOffsets cannot be written', version=6)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.current_leader_epoch, e_partitions.timestamp)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -471,8 +516,8 @@ def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, out: bytearra
 
 
 def _decode_ListOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    o = _new(ListOffsetsRequest)
     blen = len(buf)
+    o = _new(ListOffsetsRequest)
     o.isolation_level = 0
     o.timeout_ms = 0
     o.replica_id, n = _S5.unpack_from(buf, pos)
@@ -495,12 +540,12 @@ def _decode_ListOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
 def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, out: bytearray) -> None:
     if o.isolation_level != 0:
         raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=0)
-    out += _S4.pack(o.replica_id)
+    out += _S3.pack(o.replica_id)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsRequestTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -508,8 +553,8 @@ def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, out: bytearray) -> None
 
 
 def _decode_ListOffsetsRequest_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    o = _new(ListOffsetsRequest)
     blen = len(buf)
+    o = _new(ListOffsetsRequest)
     o.isolation_level = 0
     o.timeout_ms = 0
     o.replica_id, n = _S5.unpack_from(buf, pos)
@@ -532,12 +577,12 @@ def _decode_ListOffsetsRequest_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
 def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, out: bytearray) -> None:
     if o.isolation_level != 0:
         raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=1)
-    out += _S4.pack(o.replica_id)
+    out += _S3.pack(o.replica_id)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsRequestTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
@@ -545,8 +590,8 @@ def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, out: bytearray) -> None
 
 
 def _decode_ListOffsetsRequest_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    o = _new(ListOffsetsRequest)
     blen = len(buf)
+    o = _new(ListOffsetsRequest)
     o.timeout_ms = 0
     o.replica_id, o.isolation_level, n = _S6.unpack_from(buf, pos)
     pos += 9
@@ -571,7 +616,7 @@ def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, out: bytearray) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsRequestTopic_v1(e_topics, out)
     if o.unknown_tagged_fields:
@@ -579,8 +624,8 @@ def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, out: bytearray) -> None
 
 
 def _decode_ListOffsetsRequest_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    o = _new(ListOffsetsRequest)
     blen = len(buf)
+    o = _new(ListOffsetsRequest)
     o.timeout_ms = 0
     o.replica_id, o.isolation_level, n = _S6.unpack_from(buf, pos)
     pos += 9
@@ -605,7 +650,7 @@ def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, out: bytearray) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsRequestTopic_v4(e_topics, out)
     if o.unknown_tagged_fields:
@@ -613,8 +658,8 @@ def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, out: bytearray) -> None
 
 
 def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    o = _new(ListOffsetsRequest)
     blen = len(buf)
+    o = _new(ListOffsetsRequest)
     o.timeout_ms = 0
     o.replica_id, o.isolation_level = _S7.unpack_from(buf, pos)
     pos += 5
@@ -677,8 +722,8 @@ def _encode_ListOffsetsRequest_v6(o: ListOffsetsRequest, out: bytearray) -> None
 
 
 def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsRequest, int]:
-    o = _new(ListOffsetsRequest)
     blen = len(buf)
+    o = _new(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _S7.unpack_from(buf, pos)
     pos += 5
     n = buf[pos]
@@ -698,7 +743,7 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsReq
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
-    o.timeout_ms, = _S4.unpack_from(buf, pos)
+    o.timeout_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -735,7 +780,7 @@ def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, out: bytearray) -> Non
             _write_uvarint(out, m)
         for e_topics in x_topics:
             _encode_ListOffsetsRequestTopic_v6(e_topics, out)
-    out += _S4.pack(o.timeout_ms)
+    out += _S3.pack(o.timeout_ms)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -743,8 +788,8 @@ def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, out: bytearray) -> Non
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: int) -> tuple[ListOffsetsResponsePartitionResponse, int]:
-    o = _new(ListOffsetsResponsePartitionResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponsePartitionResponse)
     o.timestamp = -1
     o.offset = -1
     o.leader_epoch = -1
@@ -753,9 +798,12 @@ def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: int) -> tup
     if n < 0:
         raise _invalid('non-nullable field OldStyleOffsets was null')
     else:
-        if n * 8 > blen - pos:
-            raise _truncated('OldStyleOffsets')
-        o.old_style_offsets = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        if n < 64:
+            o.old_style_offsets = [*_Ai64[n].unpack_from(buf, pos)]
+        else:
+            if n * 8 > blen - pos:
+                raise _truncated('OldStyleOffsets')
+            o.old_style_offsets = [*_Struct(f'>{n}q').unpack_from(buf, pos)]
         pos += n * 8
     o.unknown_tagged_fields = ()
     return o, pos
@@ -817,8 +865,8 @@ def _encode_ListOffsetsResponsePartitionResponse_v4(o: ListOffsetsResponsePartit
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsResponsePartitionResponse, int]:
-    o = _new(ListOffsetsResponsePartitionResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponsePartitionResponse)
     o.old_style_offsets = []
     o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S11.unpack_from(buf, pos)
     pos += 26
@@ -855,21 +903,19 @@ def _encode_ListOffsetsResponsePartitionResponse_v6(o: ListOffsetsResponsePartit
 
 
 def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
-    o = _new(ListOffsetsResponseTopicResponse)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(ListOffsetsResponseTopicResponse)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -879,8 +925,24 @@ def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: int) -> tuple[L
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsResponsePartitionResponse)
+            e_partitions.timestamp = -1
+            e_partitions.offset = -1
+            e_partitions.leader_epoch = -1
+            e_partitions.partition_index, e_partitions.error_code, n = _S8.unpack_from(buf, pos)
+            pos += 10
+            if n < 0:
+                raise _invalid('non-nullable field OldStyleOffsets was null')
+            else:
+                if n < 64:
+                    e_partitions.old_style_offsets = [*_Ai64[n].unpack_from(buf, pos)]
+                else:
+                    if n * 8 > blen - pos:
+                        raise _truncated('OldStyleOffsets')
+                    e_partitions.old_style_offsets = [*_Struct(f'>{n}q').unpack_from(buf, pos)]
+                pos += n * 8
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -894,35 +956,47 @@ def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicRespo
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S3.pack(len(b_name))
+        out += _S4.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_ListOffsetsResponsePartitionResponse_v0(e_partitions, out)
+            if e_partitions.timestamp != -1:
+                raise FieldNotInVersionError('non-default Timestamp cannot be written', version=0)
+            if e_partitions.offset != -1:
+                raise FieldNotInVersionError('non-default Offset cannot be written', version=0)
+            if e_partitions.leader_epoch != -1:
+                raise FieldNotInVersionError('non-default LeaderEpoch cannot be written', version=0)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            x_partitions_old_style_offsets = e_partitions.old_style_offsets
+            if x_partitions_old_style_offsets is None:
+                raise ValueOutOfRangeError('non-nullable field OldStyleOffsets is None', version=0)
+            else:
+                k_partitions_old_style_offsets = len(x_partitions_old_style_offsets)
+                out += (_Ci64[k_partitions_old_style_offsets] if k_partitions_old_style_offsets < 64 else _Struct(f'>i{k_partitions_old_style_offsets}q')).pack(k_partitions_old_style_offsets, *x_partitions_old_style_offsets)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
-    o = _new(ListOffsetsResponseTopicResponse)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(ListOffsetsResponseTopicResponse)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -932,8 +1006,13 @@ def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: int) -> tuple[L
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsResponsePartitionResponse)
+            e_partitions.leader_epoch = -1
+            e_partitions.old_style_offsets = []
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset = _S10.unpack_from(buf, pos)
+            pos += 22
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -947,35 +1026,39 @@ def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicRespo
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S3.pack(len(b_name))
+        out += _S4.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_ListOffsetsResponsePartitionResponse_v1(e_partitions, out)
+            if e_partitions.leader_epoch != -1:
+                raise FieldNotInVersionError('non-default LeaderEpoch cannot be written', version=1)
+            if e_partitions.old_style_offsets is None or len(e_partitions.old_style_offsets) != 0:
+                raise FieldNotInVersionError('non-default OldStyleOffsets cannot be written', version=1)
+            out += _S10.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
-    o = _new(ListOffsetsResponseTopicResponse)
     blen = len(buf)
-    n, = _S3.unpack_from(buf, pos)
+    o = _new(ListOffsetsResponseTopicResponse)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -985,8 +1068,12 @@ def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: int) -> tuple[L
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v4(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsResponsePartitionResponse)
+            e_partitions.old_style_offsets = []
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset, e_partitions.leader_epoch = _S11.unpack_from(buf, pos)
+            pos += 26
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1000,22 +1087,26 @@ def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicRespo
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=4)
-        out += _S3.pack(len(b_name))
+        out += _S4.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        out += _S4.pack(len(x_partitions))
+        out += _S3.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_ListOffsetsResponsePartitionResponse_v4(e_partitions, out)
+            if e_partitions.old_style_offsets is None or len(e_partitions.old_style_offsets) != 0:
+                raise FieldNotInVersionError('non-default OldStyleOffsets cannot be written', version=4)
+            out += _S11.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 4')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsResponseTopicResponse, int]:
-    o = _new(ListOffsetsResponseTopicResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponseTopicResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1046,8 +1137,30 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v6(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListOffsetsResponsePartitionResponse)
+            e_partitions.old_style_offsets = []
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset, e_partitions.leader_epoch = _S11.unpack_from(buf, pos)
+            pos += 26
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1095,7 +1208,13 @@ def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicRespo
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ListOffsetsResponsePartitionResponse_v6(e_partitions, out)
+            if e_partitions.old_style_offsets is None or len(e_partitions.old_style_offsets) != 0:
+                raise FieldNotInVersionError('non-default OldStyleOffsets cannot be written', version=6)
+            out += _S11.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1103,10 +1222,10 @@ def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicRespo
 
 
 def _decode_ListOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    o = _new(ListOffsetsResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponse)
     o.throttle_time_ms = 0
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -1128,7 +1247,7 @@ def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, out: bytearray) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsResponseTopicResponse_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1136,10 +1255,10 @@ def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, out: bytearray) -> No
 
 
 def _decode_ListOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    o = _new(ListOffsetsResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponse)
     o.throttle_time_ms = 0
-    n, = _S4.unpack_from(buf, pos)
+    n, = _S3.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -1161,7 +1280,7 @@ def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, out: bytearray) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsResponseTopicResponse_v1(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1169,8 +1288,8 @@ def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, out: bytearray) -> No
 
 
 def _decode_ListOffsetsResponse_v2(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    o = _new(ListOffsetsResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponse)
     o.throttle_time_ms, n = _S5.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1189,12 +1308,12 @@ def _decode_ListOffsetsResponse_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRes
 
 
 def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.throttle_time_ms)
+    out += _S3.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsResponseTopicResponse_v1(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1202,8 +1321,8 @@ def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, out: bytearray) -> No
 
 
 def _decode_ListOffsetsResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    o = _new(ListOffsetsResponse)
     blen = len(buf)
+    o = _new(ListOffsetsResponse)
     o.throttle_time_ms, n = _S5.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1222,12 +1341,12 @@ def _decode_ListOffsetsResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRes
 
 
 def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.throttle_time_ms)
+    out += _S3.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        out += _S4.pack(len(x_topics))
+        out += _S3.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_ListOffsetsResponseTopicResponse_v4(e_topics, out)
     if o.unknown_tagged_fields:
@@ -1235,9 +1354,9 @@ def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, out: bytearray) -> No
 
 
 def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsResponse, int]:
-    o = _new(ListOffsetsResponse)
     blen = len(buf)
-    o.throttle_time_ms, = _S4.unpack_from(buf, pos)
+    o = _new(ListOffsetsResponse)
+    o.throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1279,7 +1398,7 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRes
 
 
 def _encode_ListOffsetsResponse_v6(o: ListOffsetsResponse, out: bytearray) -> None:
-    out += _S4.pack(o.throttle_time_ms)
+    out += _S3.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)

@@ -94,8 +94,8 @@ class ListPartitionReassignmentsResponse(Message):
 
 
 def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> tuple[ListPartitionReassignmentsRequestTopics, int]:
-    o = _new(ListPartitionReassignmentsRequestTopics)
     blen = len(buf)
+    o = _new(ListPartitionReassignmentsRequestTopics)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -121,9 +121,12 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> 
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -179,8 +182,8 @@ def _encode_ListPartitionReassignmentsRequestTopics_v0(o: ListPartitionReassignm
 
 
 def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[ListPartitionReassignmentsRequest, int]:
-    o = _new(ListPartitionReassignmentsRequest)
     blen = len(buf)
+    o = _new(ListPartitionReassignmentsRequest)
     o.timeout_ms, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -197,8 +200,59 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
         lst_topics: list[ListPartitionReassignmentsRequestTopics] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_ListPartitionReassignmentsRequestTopics_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(ListPartitionReassignmentsRequestTopics)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -234,7 +288,34 @@ def _encode_ListPartitionReassignmentsRequest_v0(o: ListPartitionReassignmentsRe
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_ListPartitionReassignmentsRequestTopics_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -242,8 +323,8 @@ def _encode_ListPartitionReassignmentsRequest_v0(o: ListPartitionReassignmentsRe
 
 
 def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf: bytes, pos: int) -> tuple[ListPartitionReassignmentsResponseOngoingPartitionReassignment, int]:
-    o = _new(ListPartitionReassignmentsResponseOngoingPartitionReassignment)
     blen = len(buf)
+    o = _new(ListPartitionReassignmentsResponseOngoingPartitionReassignment)
     o.partition_index, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -255,9 +336,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -268,9 +352,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     if n < 0:
         raise _invalid('non-nullable field AddingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('AddingReplicas')
-        o.adding_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('AddingReplicas')
+            o.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -281,9 +368,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     if n < 0:
         raise _invalid('non-nullable field RemovingReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('RemovingReplicas')
-        o.removing_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('RemovingReplicas')
+            o.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -349,8 +439,8 @@ def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o:
 
 
 def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: bytes, pos: int) -> tuple[ListPartitionReassignmentsResponseOngoingTopicReassignment, int]:
-    o = _new(ListPartitionReassignmentsResponseOngoingTopicReassignment)
     blen = len(buf)
+    o = _new(ListPartitionReassignmentsResponseOngoingTopicReassignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -381,8 +471,77 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
         lst_partitions: list[ListPartitionReassignmentsResponseOngoingPartitionReassignment] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ListPartitionReassignmentsResponseOngoingPartitionReassignment)
+            e_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partitions.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partitions.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AddingReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.adding_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('AddingReplicas')
+                    e_partitions.adding_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field RemovingReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.removing_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('RemovingReplicas')
+                    e_partitions.removing_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -430,7 +589,44 @@ def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: Lis
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index)
+            x_partitions_replicas = e_partitions.replicas
+            if x_partitions_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
+            else:
+                k_partitions_replicas = len(x_partitions_replicas)
+                m = k_partitions_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_replicas] if k_partitions_replicas < 64 else _Struct(f'>{k_partitions_replicas}i')).pack(*x_partitions_replicas)
+            x_partitions_adding_replicas = e_partitions.adding_replicas
+            if x_partitions_adding_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=0)
+            else:
+                k_partitions_adding_replicas = len(x_partitions_adding_replicas)
+                m = k_partitions_adding_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_adding_replicas] if k_partitions_adding_replicas < 64 else _Struct(f'>{k_partitions_adding_replicas}i')).pack(*x_partitions_adding_replicas)
+            x_partitions_removing_replicas = e_partitions.removing_replicas
+            if x_partitions_removing_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=0)
+            else:
+                k_partitions_removing_replicas = len(x_partitions_removing_replicas)
+                m = k_partitions_removing_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_removing_replicas] if k_partitions_removing_replicas < 64 else _Struct(f'>{k_partitions_removing_replicas}i')).pack(*x_partitions_removing_replicas)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -438,8 +634,8 @@ def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: Lis
 
 
 def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple[ListPartitionReassignmentsResponse, int]:
-    o = _new(ListPartitionReassignmentsResponse)
     blen = len(buf)
+    o = _new(ListPartitionReassignmentsResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -72,8 +72,8 @@ class ListTransactionsResponse(Message):
 
 
 def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransactionsRequest, int]:
-    o = _new(ListTransactionsRequest)
     blen = len(buf)
+    o = _new(ListTransactionsRequest)
     o.duration_filter = -1
     o.transactional_id_pattern = None
     n = buf[pos]
@@ -115,9 +115,12 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
     if n < 0:
         raise _invalid('non-nullable field ProducerIdFilters was null')
     else:
-        if n * 8 > blen - pos:
-            raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        if n < 64:
+            o.producer_id_filters = [*_Ai64[n].unpack_from(buf, pos)]
+        else:
+            if n * 8 > blen - pos:
+                raise _truncated('ProducerIdFilters')
+            o.producer_id_filters = [*_Struct(f'>{n}q').unpack_from(buf, pos)]
         pos += n * 8
     n = buf[pos]
     if n < 0x80:
@@ -183,8 +186,8 @@ def _encode_ListTransactionsRequest_v0(o: ListTransactionsRequest, out: bytearra
 
 
 def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransactionsRequest, int]:
-    o = _new(ListTransactionsRequest)
     blen = len(buf)
+    o = _new(ListTransactionsRequest)
     o.transactional_id_pattern = None
     n = buf[pos]
     if n < 0x80:
@@ -225,9 +228,12 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
     if n < 0:
         raise _invalid('non-nullable field ProducerIdFilters was null')
     else:
-        if n * 8 > blen - pos:
-            raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        if n < 64:
+            o.producer_id_filters = [*_Ai64[n].unpack_from(buf, pos)]
+        else:
+            if n * 8 > blen - pos:
+                raise _truncated('ProducerIdFilters')
+            o.producer_id_filters = [*_Struct(f'>{n}q').unpack_from(buf, pos)]
         pos += n * 8
     o.duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
@@ -294,8 +300,8 @@ def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, out: bytearra
 
 
 def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransactionsRequest, int]:
-    o = _new(ListTransactionsRequest)
     blen = len(buf)
+    o = _new(ListTransactionsRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -335,9 +341,12 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
     if n < 0:
         raise _invalid('non-nullable field ProducerIdFilters was null')
     else:
-        if n * 8 > blen - pos:
-            raise _truncated('ProducerIdFilters')
-        o.producer_id_filters = list((_Ai64[n] if n < 64 else _Struct(f'>{n}q')).unpack_from(buf, pos))
+        if n < 64:
+            o.producer_id_filters = [*_Ai64[n].unpack_from(buf, pos)]
+        else:
+            if n * 8 > blen - pos:
+                raise _truncated('ProducerIdFilters')
+            o.producer_id_filters = [*_Struct(f'>{n}q').unpack_from(buf, pos)]
         pos += n * 8
     o.duration_filter, = _S0.unpack_from(buf, pos)
     pos += 8
@@ -431,8 +440,8 @@ def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, out: bytearra
 
 
 def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: int) -> tuple[ListTransactionsResponseTransactionState, int]:
-    o = _new(ListTransactionsResponseTransactionState)
     blen = len(buf)
+    o = _new(ListTransactionsResponseTransactionState)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -524,8 +533,8 @@ def _encode_ListTransactionsResponseTransactionState_v0(o: ListTransactionsRespo
 
 
 def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTransactionsResponse, int]:
-    o = _new(ListTransactionsResponse)
     blen = len(buf)
+    o = _new(ListTransactionsResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -572,8 +581,61 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
         lst_transaction_states: list[ListTransactionsResponseTransactionState] = []
         app_transaction_states = lst_transaction_states.append
         for _ in range(n):
-            x_transaction_states, pos = _decode_ListTransactionsResponseTransactionState_v0(buf, pos)
-            app_transaction_states(x_transaction_states)
+            e_transaction_states = _new(ListTransactionsResponseTransactionState)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TransactionalId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TransactionalId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TransactionalId')
+                e_transaction_states.transactional_id = buf[pos:end].decode()
+                pos = end
+            e_transaction_states.producer_id, = _S0.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TransactionState was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TransactionState is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TransactionState')
+                e_transaction_states.transaction_state = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_transaction_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_transaction_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_transaction_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_transaction_states.unknown_tagged_fields = tuple(unknown_e_transaction_states)
+            app_transaction_states(e_transaction_states)
         o.transaction_states = lst_transaction_states
     n = buf[pos]
     if n < 0x80:
@@ -628,7 +690,37 @@ def _encode_ListTransactionsResponse_v0(o: ListTransactionsResponse, out: bytear
         else:
             _write_uvarint(out, m)
         for e_transaction_states in x_transaction_states:
-            _encode_ListTransactionsResponseTransactionState_v0(e_transaction_states, out)
+            x_transaction_states_transactional_id = e_transaction_states.transactional_id
+            if x_transaction_states_transactional_id is None:
+                raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
+            else:
+                b_transaction_states_transactional_id = x_transaction_states_transactional_id.encode()
+                if len(b_transaction_states_transactional_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
+                m = len(b_transaction_states_transactional_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_transaction_states_transactional_id
+            out += _S0.pack(e_transaction_states.producer_id)
+            x_transaction_states_transaction_state = e_transaction_states.transaction_state
+            if x_transaction_states_transaction_state is None:
+                raise ValueOutOfRangeError('non-nullable field TransactionState is None', version=0)
+            else:
+                b_transaction_states_transaction_state = x_transaction_states_transaction_state.encode()
+                if len(b_transaction_states_transaction_state) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TransactionState is too long', version=0)
+                m = len(b_transaction_states_transaction_state) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_transaction_states_transaction_state
+            if e_transaction_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_transaction_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

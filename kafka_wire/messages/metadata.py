@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -157,16 +159,14 @@ class MetadataResponse(Message):
 
 
 def _decode_MetadataRequestTopic_v0(buf: bytes, pos: int) -> tuple[MetadataRequestTopic, int]:
-    o = _new(MetadataRequestTopic)
     blen = len(buf)
+    o = _new(MetadataRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -191,8 +191,8 @@ def _encode_MetadataRequestTopic_v0(o: MetadataRequestTopic, out: bytearray) -> 
 
 
 def _decode_MetadataRequestTopic_v9(buf: bytes, pos: int) -> tuple[MetadataRequestTopic, int]:
-    o = _new(MetadataRequestTopic)
     blen = len(buf)
+    o = _new(MetadataRequestTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -253,11 +253,11 @@ def _encode_MetadataRequestTopic_v9(o: MetadataRequestTopic, out: bytearray) -> 
 
 
 def _decode_MetadataRequestTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRequestTopic, int]:
-    o = _new(MetadataRequestTopic)
     blen = len(buf)
+    o = _new(MetadataRequestTopic)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -318,8 +318,8 @@ def _encode_MetadataRequestTopic_v10(o: MetadataRequestTopic, out: bytearray) ->
 
 
 def _decode_MetadataRequest_v0(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -333,8 +333,20 @@ def _decode_MetadataRequest_v0(buf: bytes, pos: int) -> tuple[MetadataRequest, i
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -353,14 +365,24 @@ def _encode_MetadataRequest_v0(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_MetadataRequest_v1(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -374,8 +396,20 @@ def _decode_MetadataRequest_v1(buf: bytes, pos: int) -> tuple[MetadataRequest, i
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -394,14 +428,24 @@ def _encode_MetadataRequest_v1(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_MetadataRequest_v4(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
     n, = _S2.unpack_from(buf, pos)
@@ -414,8 +458,20 @@ def _decode_MetadataRequest_v4(buf: bytes, pos: int) -> tuple[MetadataRequest, i
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.allow_auto_topic_creation, = _S3.unpack_from(buf, pos)
     pos += 1
@@ -434,15 +490,25 @@ def _encode_MetadataRequest_v4(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=4)
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 4')
     out += _S3.pack(o.allow_auto_topic_creation)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_MetadataRequest_v8(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -453,8 +519,20 @@ def _decode_MetadataRequest_v8(buf: bytes, pos: int) -> tuple[MetadataRequest, i
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 3
@@ -469,15 +547,25 @@ def _encode_MetadataRequest_v8(o: MetadataRequest, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=8)
+                out += _S0.pack(len(b_topics_name))
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 8')
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
 
 def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -492,8 +580,44 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v9(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 3
@@ -530,7 +654,23 @@ def _encode_MetadataRequest_v9(o: MetadataRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v9(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=9)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -539,8 +679,8 @@ def _encode_MetadataRequest_v9(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -555,8 +695,46 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            u_topic_id_raw, = _S1.unpack_from(buf, pos)
+            pos += 16
+            e_topics.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_topics.name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S4.unpack_from(buf, pos)
     pos += 3
@@ -593,7 +771,24 @@ def _encode_MetadataRequest_v10(o: MetadataRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v10(e_topics, out)
+            out += _S1.pack(e_topics.topic_id.bytes)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                out.append(0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=10)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S4.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -602,8 +797,8 @@ def _encode_MetadataRequest_v10(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, int]:
-    o = _new(MetadataRequest)
     blen = len(buf)
+    o = _new(MetadataRequest)
     o.include_cluster_authorized_operations = False
     n = buf[pos]
     if n < 0x80:
@@ -619,8 +814,46 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(MetadataRequestTopic)
+            u_topic_id_raw, = _S1.unpack_from(buf, pos)
+            pos += 16
+            e_topics.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_topics.name = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S5.unpack_from(buf, pos)
     pos += 2
@@ -659,7 +892,24 @@ def _encode_MetadataRequest_v11(o: MetadataRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_MetadataRequestTopic_v10(e_topics, out)
+            out += _S1.pack(e_topics.topic_id.bytes)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                out.append(0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=11)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S5.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -668,8 +918,8 @@ def _encode_MetadataRequest_v11(o: MetadataRequest, out: bytearray) -> None:
 
 
 def _decode_MetadataResponseBroker_v0(buf: bytes, pos: int) -> tuple[MetadataResponseBroker, int]:
-    o = _new(MetadataResponseBroker)
     blen = len(buf)
+    o = _new(MetadataResponseBroker)
     o.rack = None
     o.node_id, n = _S6.unpack_from(buf, pos)
     pos += 6
@@ -706,8 +956,8 @@ def _encode_MetadataResponseBroker_v0(o: MetadataResponseBroker, out: bytearray)
 
 
 def _decode_MetadataResponseBroker_v1(buf: bytes, pos: int) -> tuple[MetadataResponseBroker, int]:
-    o = _new(MetadataResponseBroker)
     blen = len(buf)
+    o = _new(MetadataResponseBroker)
     o.node_id, n = _S6.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -762,8 +1012,8 @@ def _encode_MetadataResponseBroker_v1(o: MetadataResponseBroker, out: bytearray)
 
 
 def _decode_MetadataResponseBroker_v9(buf: bytes, pos: int) -> tuple[MetadataResponseBroker, int]:
-    o = _new(MetadataResponseBroker)
     blen = len(buf)
+    o = _new(MetadataResponseBroker)
     o.node_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -858,8 +1108,8 @@ def _encode_MetadataResponseBroker_v9(o: MetadataResponseBroker, out: bytearray)
 
 
 def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[MetadataResponsePartition, int]:
-    o = _new(MetadataResponsePartition)
     blen = len(buf)
+    o = _new(MetadataResponsePartition)
     o.leader_epoch = -1
     o.offline_replicas = []
     o.error_code, o.partition_index, o.leader_id, n = _S7.unpack_from(buf, pos)
@@ -867,18 +1117,24 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: int) -> tuple[Metadata
     if n < 0:
         raise _invalid('non-nullable field ReplicaNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('ReplicaNodes')
+            o.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field IsrNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('IsrNodes')
+            o.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -903,35 +1159,44 @@ def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, out: byte
 
 
 def _decode_MetadataResponsePartition_v5(buf: bytes, pos: int) -> tuple[MetadataResponsePartition, int]:
-    o = _new(MetadataResponsePartition)
     blen = len(buf)
+    o = _new(MetadataResponsePartition)
     o.leader_epoch = -1
     o.error_code, o.partition_index, o.leader_id, n = _S7.unpack_from(buf, pos)
     pos += 14
     if n < 0:
         raise _invalid('non-nullable field ReplicaNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('ReplicaNodes')
+            o.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field IsrNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('IsrNodes')
+            o.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -962,34 +1227,43 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, out: byte
 
 
 def _decode_MetadataResponsePartition_v7(buf: bytes, pos: int) -> tuple[MetadataResponsePartition, int]:
-    o = _new(MetadataResponsePartition)
     blen = len(buf)
+    o = _new(MetadataResponsePartition)
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch, n = _S9.unpack_from(buf, pos)
     pos += 18
     if n < 0:
         raise _invalid('non-nullable field ReplicaNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('ReplicaNodes')
+            o.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field IsrNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('IsrNodes')
+            o.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1020,8 +1294,8 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, out: byte
 
 
 def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[MetadataResponsePartition, int]:
-    o = _new(MetadataResponsePartition)
     blen = len(buf)
+    o = _new(MetadataResponsePartition)
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S7.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]
@@ -1033,9 +1307,12 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     if n < 0:
         raise _invalid('non-nullable field ReplicaNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('ReplicaNodes')
-        o.replica_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('ReplicaNodes')
+            o.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1046,9 +1323,12 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     if n < 0:
         raise _invalid('non-nullable field IsrNodes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('IsrNodes')
-        o.isr_nodes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('IsrNodes')
+            o.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1059,9 +1339,12 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1127,8 +1410,8 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, out: byte
 
 
 def _decode_MetadataResponseTopic_v0(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.topic_id = ZERO_UUID
     o.is_internal = False
     o.topic_authorized_operations = -2147483648
@@ -1154,8 +1437,35 @@ def _decode_MetadataResponseTopic_v0(buf: bytes, pos: int) -> tuple[MetadataResp
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.leader_epoch = -1
+            e_partitions.offline_replicas = []
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, n = _S7.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1180,14 +1490,28 @@ def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, out: bytearray) -
     else:
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v0(e_partitions, out)
+            out += _S8.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_MetadataResponseTopic_v1(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.topic_id = ZERO_UUID
     o.topic_authorized_operations = -2147483648
     o.error_code, n = _S10.unpack_from(buf, pos)
@@ -1212,8 +1536,35 @@ def _decode_MetadataResponseTopic_v1(buf: bytes, pos: int) -> tuple[MetadataResp
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.leader_epoch = -1
+            e_partitions.offline_replicas = []
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, n = _S7.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1239,14 +1590,28 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, out: bytearray) -
     else:
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v0(e_partitions, out)
+            out += _S8.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=1)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=1)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_MetadataResponseTopic_v5(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.topic_id = ZERO_UUID
     o.topic_authorized_operations = -2147483648
     o.error_code, n = _S10.unpack_from(buf, pos)
@@ -1271,8 +1636,46 @@ def _decode_MetadataResponseTopic_v5(buf: bytes, pos: int) -> tuple[MetadataResp
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v5(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.leader_epoch = -1
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, n = _S7.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1298,14 +1701,34 @@ def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, out: bytearray) -
     else:
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v5(e_partitions, out)
+            out += _S8.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=5)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=5)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                out += (_Ci32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>i{k_partitions_offline_replicas}i')).pack(k_partitions_offline_replicas, *x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_MetadataResponseTopic_v7(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.topic_id = ZERO_UUID
     o.topic_authorized_operations = -2147483648
     o.error_code, n = _S10.unpack_from(buf, pos)
@@ -1330,8 +1753,45 @@ def _decode_MetadataResponseTopic_v7(buf: bytes, pos: int) -> tuple[MetadataResp
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch, n = _S9.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1357,14 +1817,34 @@ def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, out: bytearray) -
     else:
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v7(e_partitions, out)
+            out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=7)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=7)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                out += (_Ci32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>i{k_partitions_offline_replicas}i')).pack(k_partitions_offline_replicas, *x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 7')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 7')
 
 
 def _decode_MetadataResponseTopic_v8(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.topic_id = ZERO_UUID
     o.error_code, n = _S10.unpack_from(buf, pos)
     pos += 4
@@ -1388,8 +1868,45 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: int) -> tuple[MetadataResp
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch, n = _S9.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S2.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1415,15 +1932,35 @@ def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, out: bytearray) -
     else:
         out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v7(e_partitions, out)
+            out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=8)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                out += (_Ci32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>i{k_partitions_replica_nodes}i')).pack(k_partitions_replica_nodes, *x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=8)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                out += (_Ci32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>i{k_partitions_isr_nodes}i')).pack(k_partitions_isr_nodes, *x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=8)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                out += (_Ci32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>i{k_partitions_offline_replicas}i')).pack(k_partitions_offline_replicas, *x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 8')
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
 
 def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.topic_id = ZERO_UUID
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
@@ -1459,8 +1996,77 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S7.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1512,7 +2118,44 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, out: bytearray) -
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v9(e_partitions, out)
+            out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=9)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=9)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=9)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1521,8 +2164,8 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, out: bytearray) -
 
 
 def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -1543,7 +2186,7 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
         pos = end
     u_topic_id_raw, o.is_internal = _S12.unpack_from(buf, pos)
     pos += 17
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1558,8 +2201,77 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S7.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1611,7 +2323,44 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, out: bytearray) 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v9(e_partitions, out)
+            out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=10)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=10)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=10)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1620,8 +2369,8 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, out: bytearray) 
 
 
 def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataResponseTopic, int]:
-    o = _new(MetadataResponseTopic)
     blen = len(buf)
+    o = _new(MetadataResponseTopic)
     o.error_code, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -1642,7 +2391,7 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
         pos = end
     u_topic_id_raw, o.is_internal = _S12.unpack_from(buf, pos)
     pos += 17
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1657,8 +2406,77 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(MetadataResponsePartition)
+            e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S7.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field ReplicaNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.replica_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('ReplicaNodes')
+                    e_partitions.replica_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field IsrNodes was null')
+            else:
+                if n < 64:
+                    e_partitions.isr_nodes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('IsrNodes')
+                    e_partitions.isr_nodes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partitions.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partitions.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.topic_authorized_operations, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1710,7 +2528,44 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, out: bytearray) 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_MetadataResponsePartition_v9(e_partitions, out)
+            out += _S7.pack(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
+            x_partitions_replica_nodes = e_partitions.replica_nodes
+            if x_partitions_replica_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=12)
+            else:
+                k_partitions_replica_nodes = len(x_partitions_replica_nodes)
+                m = k_partitions_replica_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_replica_nodes] if k_partitions_replica_nodes < 64 else _Struct(f'>{k_partitions_replica_nodes}i')).pack(*x_partitions_replica_nodes)
+            x_partitions_isr_nodes = e_partitions.isr_nodes
+            if x_partitions_isr_nodes is None:
+                raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=12)
+            else:
+                k_partitions_isr_nodes = len(x_partitions_isr_nodes)
+                m = k_partitions_isr_nodes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_isr_nodes] if k_partitions_isr_nodes < 64 else _Struct(f'>{k_partitions_isr_nodes}i')).pack(*x_partitions_isr_nodes)
+            x_partitions_offline_replicas = e_partitions.offline_replicas
+            if x_partitions_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=12)
+            else:
+                k_partitions_offline_replicas = len(x_partitions_offline_replicas)
+                m = k_partitions_offline_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partitions_offline_replicas] if k_partitions_offline_replicas < 64 else _Struct(f'>{k_partitions_offline_replicas}i')).pack(*x_partitions_offline_replicas)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S2.pack(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1719,8 +2574,8 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, out: bytearray) 
 
 
 def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.controller_id = -1
@@ -1736,8 +2591,24 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v0(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.rack = None
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     n, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -1765,7 +2636,19 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v0(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
@@ -1778,8 +2661,8 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.error_code = 0
@@ -1794,8 +2677,33 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     o.controller_id, n = _S13.unpack_from(buf, pos)
     pos += 8
@@ -1823,7 +2731,28 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v1(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out += b'\xff\xff'
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=1)
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     out += _S2.pack(o.controller_id)
     x_topics = o.topics
     if x_topics is None:
@@ -1837,8 +2766,8 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.throttle_time_ms = 0
     o.error_code = 0
     o.cluster_authorized_operations = -2147483648
@@ -1852,16 +2781,39 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
@@ -1893,7 +2845,28 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v1(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out += b'\xff\xff'
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=2)
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out += b'\xff\xff'
@@ -1916,8 +2889,8 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v3(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.cluster_authorized_operations = -2147483648
     o.throttle_time_ms, n = _S13.unpack_from(buf, pos)
@@ -1930,16 +2903,39 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
@@ -1972,7 +2968,28 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v1(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=3)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out += b'\xff\xff'
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=3)
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out += b'\xff\xff'
@@ -1995,8 +3012,8 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.cluster_authorized_operations = -2147483648
     o.throttle_time_ms, n = _S13.unpack_from(buf, pos)
@@ -2009,16 +3026,39 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
@@ -2051,7 +3091,28 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v1(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=5)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=5)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out += b'\xff\xff'
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=5)
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out += b'\xff\xff'
@@ -2074,8 +3135,8 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.cluster_authorized_operations = -2147483648
     o.throttle_time_ms, n = _S13.unpack_from(buf, pos)
@@ -2088,16 +3149,39 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
@@ -2130,7 +3214,28 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v1(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=7)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=7)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out += b'\xff\xff'
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=7)
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 7')
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out += b'\xff\xff'
@@ -2153,8 +3258,8 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.throttle_time_ms, n = _S13.unpack_from(buf, pos)
     pos += 8
@@ -2166,16 +3271,39 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            e_brokers.unknown_tagged_fields = ()
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.cluster_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
@@ -2208,7 +3336,28 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, out: bytearray) -> None:
     else:
         out += _S2.pack(len(x_brokers))
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v1(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=8)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=8)
+                out += _S0.pack(len(b_brokers_host))
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out += b'\xff\xff'
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=8)
+                out += _S0.pack(len(b_brokers_rack))
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 8')
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out += b'\xff\xff'
@@ -2232,8 +3381,8 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -2251,8 +3400,63 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
@@ -2325,7 +3529,38 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v9(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=9)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=9)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=9)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out.append(0)
@@ -2359,8 +3594,8 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -2378,8 +3613,63 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
@@ -2452,7 +3742,38 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v9(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=10)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=10)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out.append(0)
@@ -2486,8 +3807,8 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.cluster_authorized_operations = -2147483648
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
@@ -2506,8 +3827,63 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
@@ -2580,7 +3956,38 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v9(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=11)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=11)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=11)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out.append(0)
@@ -2613,8 +4020,8 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.error_code = 0
     o.cluster_authorized_operations = -2147483648
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
@@ -2633,8 +4040,63 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
@@ -2707,7 +4169,38 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v9(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=12)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=12)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=12)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out.append(0)
@@ -2740,8 +4233,8 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, out: bytearray) -> None:
 
 
 def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse, int]:
-    o = _new(MetadataResponse)
     blen = len(buf)
+    o = _new(MetadataResponse)
     o.cluster_authorized_operations = -2147483648
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -2759,8 +4252,63 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
         for _ in range(n):
-            x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
-            app_brokers(x_brokers)
+            e_brokers = _new(MetadataResponseBroker)
+            e_brokers.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_brokers.host = buf[pos:end].decode()
+                pos = end
+            e_brokers.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_brokers.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_brokers.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_brokers.unknown_tagged_fields = ()
+            else:
+                unknown_e_brokers = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_brokers.append((tag, buf[pos:end]))
+                        pos = end
+                e_brokers.unknown_tagged_fields = tuple(unknown_e_brokers)
+            app_brokers(e_brokers)
         o.brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
@@ -2835,7 +4383,38 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_brokers in x_brokers:
-            _encode_MetadataResponseBroker_v9(e_brokers, out)
+            out += _S2.pack(e_brokers.node_id)
+            x_brokers_host = e_brokers.host
+            if x_brokers_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=13)
+            else:
+                b_brokers_host = x_brokers_host.encode()
+                if len(b_brokers_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=13)
+                m = len(b_brokers_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_host
+            out += _S2.pack(e_brokers.port)
+            x_brokers_rack = e_brokers.rack
+            if x_brokers_rack is None:
+                out.append(0)
+            else:
+                b_brokers_rack = x_brokers_rack.encode()
+                if len(b_brokers_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=13)
+                m = len(b_brokers_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_brokers_rack
+            if e_brokers.unknown_tagged_fields:
+                _write_tagged(out, [], e_brokers.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_cluster_id = o.cluster_id
     if x_cluster_id is None:
         out.append(0)

@@ -13,10 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -129,8 +138,8 @@ class OffsetCommitResponse(Message):
 
 
 def _decode_OffsetCommitRequestPartition_v0(buf: bytes, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    o = _new(OffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(OffsetCommitRequestPartition)
     o.committed_leader_epoch = -1
     o.commit_timestamp = -1
     o.partition_index, o.committed_offset, n = _S0.unpack_from(buf, pos)
@@ -167,8 +176,8 @@ def _encode_OffsetCommitRequestPartition_v0(o: OffsetCommitRequestPartition, out
 
 
 def _decode_OffsetCommitRequestPartition_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    o = _new(OffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(OffsetCommitRequestPartition)
     o.committed_leader_epoch = -1
     o.partition_index, o.committed_offset, o.commit_timestamp, n = _S3.unpack_from(buf, pos)
     pos += 22
@@ -202,8 +211,8 @@ def _encode_OffsetCommitRequestPartition_v1(o: OffsetCommitRequestPartition, out
 
 
 def _decode_OffsetCommitRequestPartition_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    o = _new(OffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(OffsetCommitRequestPartition)
     o.commit_timestamp = -1
     o.partition_index, o.committed_offset, o.committed_leader_epoch, n = _S5.unpack_from(buf, pos)
     pos += 18
@@ -239,8 +248,8 @@ def _encode_OffsetCommitRequestPartition_v6(o: OffsetCommitRequestPartition, out
 
 
 def _decode_OffsetCommitRequestPartition_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    o = _new(OffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(OffsetCommitRequestPartition)
     o.commit_timestamp = -1
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S6.unpack_from(buf, pos)
     pos += 16
@@ -306,16 +315,14 @@ def _encode_OffsetCommitRequestPartition_v8(o: OffsetCommitRequestPartition, out
 
 
 def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    o = _new(OffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(OffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -331,8 +338,23 @@ def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCom
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitRequestPartition)
+            e_partitions.committed_leader_epoch = -1
+            e_partitions.commit_timestamp = -1
+            e_partitions.partition_index, e_partitions.committed_offset, n = _S0.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -354,22 +376,33 @@ def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, out: bytear
     else:
         out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetCommitRequestPartition_v0(e_partitions, out)
+            if e_partitions.commit_timestamp != -1:
+                raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=0)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.committed_offset)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    o = _new(OffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(OffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -385,8 +418,22 @@ def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: int) -> tuple[OffsetCom
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitRequestPartition_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitRequestPartition)
+            e_partitions.committed_leader_epoch = -1
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.commit_timestamp, n = _S3.unpack_from(buf, pos)
+            pos += 22
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -408,22 +455,31 @@ def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, out: bytear
     else:
         out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetCommitRequestPartition_v1(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.commit_timestamp)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=1)
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    o = _new(OffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(OffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -439,8 +495,22 @@ def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetCom
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitRequestPartition_v6(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitRequestPartition)
+            e_partitions.commit_timestamp = -1
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S5.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -462,14 +532,27 @@ def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, out: bytear
     else:
         out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetCommitRequestPartition_v6(e_partitions, out)
+            if e_partitions.commit_timestamp != -1:
+                raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=6)
+            out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=6)
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 6')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 6')
 
 
 def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    o = _new(OffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(OffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -501,8 +584,46 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCom
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitRequestPartition)
+            e_partitions.commit_timestamp = -1
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S6.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -550,7 +671,26 @@ def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, out: bytear
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetCommitRequestPartition_v8(e_partitions, out)
+            if e_partitions.commit_timestamp != -1:
+                raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=8)
+            out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=8)
+                m = len(b_partitions_committed_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -558,12 +698,12 @@ def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, out: bytear
 
 
 def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    o = _new(OffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(OffsetCommitRequestTopic)
     o.name = ''
     u_topic_id_raw, = _S8.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -578,8 +718,46 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCo
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitRequestPartition)
+            e_partitions.commit_timestamp = -1
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S6.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -615,7 +793,26 @@ def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, out: bytea
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetCommitRequestPartition_v8(e_partitions, out)
+            if e_partitions.commit_timestamp != -1:
+                raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=10)
+            out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=10)
+                m = len(b_partitions_committed_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -623,19 +820,17 @@ def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, out: bytea
 
 
 def _decode_OffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
     o.retention_time_ms = -1
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -682,17 +877,15 @@ def _encode_OffsetCommitRequest_v0(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.group_instance_id = None
     o.retention_time_ms = -1
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -761,16 +954,14 @@ def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.group_instance_id = None
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -840,17 +1031,15 @@ def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v5(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.group_instance_id = None
     o.retention_time_ms = -1
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -919,17 +1108,15 @@ def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.group_instance_id = None
     o.retention_time_ms = -1
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -998,16 +1185,14 @@ def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v7(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.retention_time_ms = -1
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -1025,13 +1210,11 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
@@ -1095,8 +1278,8 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.retention_time_ms = -1
     n = buf[pos]
     if n < 0x80:
@@ -1246,8 +1429,8 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, out: bytearray) -> No
 
 
 def _decode_OffsetCommitRequest_v10(buf: bytes, pos: int) -> tuple[OffsetCommitRequest, int]:
-    o = _new(OffsetCommitRequest)
     blen = len(buf)
+    o = _new(OffsetCommitRequest)
     o.retention_time_ms = -1
     n = buf[pos]
     if n < 0x80:
@@ -1411,8 +1594,8 @@ def _encode_OffsetCommitResponsePartition_v0(o: OffsetCommitResponsePartition, o
 
 
 def _decode_OffsetCommitResponsePartition_v8(buf: bytes, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    o = _new(OffsetCommitResponsePartition)
     blen = len(buf)
+    o = _new(OffsetCommitResponsePartition)
     o.partition_index, o.error_code = _S9.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1446,16 +1629,14 @@ def _encode_OffsetCommitResponsePartition_v8(o: OffsetCommitResponsePartition, o
 
 
 def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    o = _new(OffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(OffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1471,8 +1652,11 @@ def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCo
         lst_partitions: list[OffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1494,14 +1678,16 @@ def _encode_OffsetCommitResponseTopic_v0(o: OffsetCommitResponseTopic, out: byte
     else:
         out += _S7.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetCommitResponsePartition_v0(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    o = _new(OffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(OffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1533,8 +1719,29 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCo
         lst_partitions: list[OffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1582,7 +1789,11 @@ def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, out: byte
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetCommitResponsePartition_v8(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1590,12 +1801,12 @@ def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, out: byte
 
 
 def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    o = _new(OffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(OffsetCommitResponseTopic)
     o.name = ''
     u_topic_id_raw, = _S8.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1610,8 +1821,29 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetC
         lst_partitions: list[OffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1647,7 +1879,11 @@ def _encode_OffsetCommitResponseTopic_v10(o: OffsetCommitResponseTopic, out: byt
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetCommitResponsePartition_v8(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1655,8 +1891,8 @@ def _encode_OffsetCommitResponseTopic_v10(o: OffsetCommitResponseTopic, out: byt
 
 
 def _decode_OffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    o = _new(OffsetCommitResponse)
     blen = len(buf)
+    o = _new(OffsetCommitResponse)
     o.throttle_time_ms = 0
     n, = _S7.unpack_from(buf, pos)
     pos += 4
@@ -1688,8 +1924,8 @@ def _encode_OffsetCommitResponse_v0(o: OffsetCommitResponse, out: bytearray) -> 
 
 
 def _decode_OffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    o = _new(OffsetCommitResponse)
     blen = len(buf)
+    o = _new(OffsetCommitResponse)
     o.throttle_time_ms, n = _S12.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1721,8 +1957,8 @@ def _encode_OffsetCommitResponse_v3(o: OffsetCommitResponse, out: bytearray) -> 
 
 
 def _decode_OffsetCommitResponse_v8(buf: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    o = _new(OffsetCommitResponse)
     blen = len(buf)
+    o = _new(OffsetCommitResponse)
     o.throttle_time_ms, = _S7.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1784,8 +2020,8 @@ def _encode_OffsetCommitResponse_v8(o: OffsetCommitResponse, out: bytearray) -> 
 
 
 def _decode_OffsetCommitResponse_v10(buf: bytes, pos: int) -> tuple[OffsetCommitResponse, int]:
-    o = _new(OffsetCommitResponse)
     blen = len(buf)
+    o = _new(OffsetCommitResponse)
     o.throttle_time_ms, = _S7.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -111,15 +111,13 @@ def _encode_OffsetDeleteRequestPartition_v0(o: OffsetDeleteRequestPartition, out
 
 
 def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteRequestTopic, int]:
-    o = _new(OffsetDeleteRequestTopic)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(OffsetDeleteRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -135,8 +133,11 @@ def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDel
         lst_partitions: list[OffsetDeleteRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetDeleteRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetDeleteRequestPartition)
+            e_partitions.partition_index, = _S0.unpack_from(buf, pos)
+            pos += 4
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -158,21 +159,21 @@ def _encode_OffsetDeleteRequestTopic_v0(o: OffsetDeleteRequestTopic, out: bytear
     else:
         out += _S0.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetDeleteRequestPartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition_index)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteRequest, int]:
-    o = _new(OffsetDeleteRequest)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(OffsetDeleteRequest)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -231,15 +232,13 @@ def _encode_OffsetDeleteResponsePartition_v0(o: OffsetDeleteResponsePartition, o
 
 
 def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteResponseTopic, int]:
-    o = _new(OffsetDeleteResponseTopic)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(OffsetDeleteResponseTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -255,8 +254,11 @@ def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDe
         lst_partitions: list[OffsetDeleteResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetDeleteResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetDeleteResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -278,14 +280,16 @@ def _encode_OffsetDeleteResponseTopic_v0(o: OffsetDeleteResponseTopic, out: byte
     else:
         out += _S0.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetDeleteResponsePartition_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetDeleteResponse_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteResponse, int]:
-    o = _new(OffsetDeleteResponse)
     blen = len(buf)
+    o = _new(OffsetDeleteResponse)
     o.error_code, o.throttle_time_ms, n = _S3.unpack_from(buf, pos)
     pos += 10
     if n < 0:

@@ -18,6 +18,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -26,6 +27,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -196,8 +198,8 @@ class OffsetFetchResponse(Message):
 
 
 def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    o = _new(OffsetFetchRequestTopics)
     blen = len(buf)
+    o = _new(OffsetFetchRequestTopics)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -224,9 +226,12 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFet
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -282,12 +287,12 @@ def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, out: bytear
 
 
 def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    o = _new(OffsetFetchRequestTopics)
     blen = len(buf)
+    o = _new(OffsetFetchRequestTopics)
     o.name = ''
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -297,9 +302,12 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFe
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -343,8 +351,8 @@ def _encode_OffsetFetchRequestTopics_v10(o: OffsetFetchRequestTopics, out: bytea
 
 
 def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    o = _new(OffsetFetchRequestGroup)
     blen = len(buf)
+    o = _new(OffsetFetchRequestGroup)
     o.member_id = None
     o.member_epoch = -1
     n = buf[pos]
@@ -377,8 +385,60 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetc
         lst_topics: list[OffsetFetchRequestTopics] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopics)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -426,7 +486,34 @@ def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopics_v8(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=8)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=8)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -434,8 +521,8 @@ def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, out: bytearra
 
 
 def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    o = _new(OffsetFetchRequestGroup)
     blen = len(buf)
+    o = _new(OffsetFetchRequestGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -484,8 +571,60 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetc
         lst_topics: list[OffsetFetchRequestTopics] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopics)
+            e_topics.topic_id = ZERO_UUID
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -547,7 +686,34 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, out: bytearra
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopics_v8(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=9)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=9)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -555,8 +721,8 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, out: bytearra
 
 
 def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    o = _new(OffsetFetchRequestGroup)
     blen = len(buf)
+    o = _new(OffsetFetchRequestGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -605,8 +771,47 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFet
         lst_topics: list[OffsetFetchRequestTopics] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopics_v10(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopics)
+            e_topics.name = ''
+            u_topic_id_raw, = _S0.unpack_from(buf, pos)
+            pos += 16
+            e_topics.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -668,7 +873,22 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, out: bytearr
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopics_v10(e_topics, out)
+            out += _S0.pack(e_topics.topic_id.bytes)
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=10)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -676,15 +896,13 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, out: bytearr
 
 
 def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    o = _new(OffsetFetchRequestTopic)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetFetchRequestTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -695,9 +913,12 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetc
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -724,8 +945,8 @@ def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, out: bytearra
 
 
 def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    o = _new(OffsetFetchRequestTopic)
     blen = len(buf)
+    o = _new(OffsetFetchRequestTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -751,9 +972,12 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetc
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -809,17 +1033,15 @@ def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, out: bytearra
 
 
 def _decode_OffsetFetchRequest_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.groups = []
     o.require_stable = False
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -835,8 +1057,31 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopic)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n, = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -862,23 +1107,37 @@ def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetFetchRequest_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.groups = []
     o.require_stable = False
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -894,8 +1153,31 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopic)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n, = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -921,14 +1203,30 @@ def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, out: bytearray) -> None
     else:
         out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopic_v0(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.groups = []
     o.require_stable = False
     n = buf[pos]
@@ -961,8 +1259,59 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -1014,7 +1363,34 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopic_v6(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=6)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=6)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1022,8 +1398,8 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, out: bytearray) -> None
 
 
 def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.groups = []
     n = buf[pos]
     if n < 0x80:
@@ -1055,8 +1431,59 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(OffsetFetchRequestTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.require_stable, = _S3.unpack_from(buf, pos)
     pos += 1
@@ -1108,7 +1535,34 @@ def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_OffsetFetchRequestTopic_v6(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=7)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=7)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S3.pack(o.require_stable)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1117,8 +1571,8 @@ def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, out: bytearray) -> None
 
 
 def _decode_OffsetFetchRequest_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.group_id = ''
     o.topics = []
     n = buf[pos]
@@ -1186,8 +1640,8 @@ def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, out: bytearray) -> None
 
 
 def _decode_OffsetFetchRequest_v9(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.group_id = ''
     o.topics = []
     n = buf[pos]
@@ -1255,8 +1709,8 @@ def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, out: bytearray) -> None
 
 
 def _decode_OffsetFetchRequest_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRequest, int]:
-    o = _new(OffsetFetchRequest)
     blen = len(buf)
+    o = _new(OffsetFetchRequest)
     o.group_id = ''
     o.topics = []
     n = buf[pos]
@@ -1324,8 +1778,8 @@ def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, out: bytearray) -> Non
 
 
 def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    o = _new(OffsetFetchResponsePartitions)
     blen = len(buf)
+    o = _new(OffsetFetchResponsePartitions)
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -1391,8 +1845,8 @@ def _encode_OffsetFetchResponsePartitions_v8(o: OffsetFetchResponsePartitions, o
 
 
 def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    o = _new(OffsetFetchResponseTopics)
     blen = len(buf)
+    o = _new(OffsetFetchResponseTopics)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1424,8 +1878,47 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFe
         lst_partitions: list[OffsetFetchResponsePartitions] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetFetchResponsePartitions)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Metadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_partitions.metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1473,7 +1966,25 @@ def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, out: byte
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetFetchResponsePartitions_v8(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Metadata is too long', version=8)
+                m = len(b_partitions_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_metadata
+            out += _S2.pack(e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1481,12 +1992,12 @@ def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, out: byte
 
 
 def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    o = _new(OffsetFetchResponseTopics)
     blen = len(buf)
+    o = _new(OffsetFetchResponseTopics)
     o.name = ''
     u_topic_id_raw, = _S0.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1501,8 +2012,47 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
         lst_partitions: list[OffsetFetchResponsePartitions] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetFetchResponsePartitions)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Metadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_partitions.metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1538,7 +2088,25 @@ def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, out: byt
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetFetchResponsePartitions_v8(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Metadata is too long', version=10)
+                m = len(b_partitions_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_metadata
+            out += _S2.pack(e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1546,8 +2114,8 @@ def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, out: byt
 
 
 def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    o = _new(OffsetFetchResponseGroup)
     blen = len(buf)
+    o = _new(OffsetFetchResponseGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1638,8 +2206,8 @@ def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, out: bytear
 
 
 def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    o = _new(OffsetFetchResponseGroup)
     blen = len(buf)
+    o = _new(OffsetFetchResponseGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1730,8 +2298,8 @@ def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, out: bytea
 
 
 def _decode_OffsetFetchResponsePartition_v0(buf: bytes, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    o = _new(OffsetFetchResponsePartition)
     blen = len(buf)
+    o = _new(OffsetFetchResponsePartition)
     o.committed_leader_epoch = -1
     o.partition_index, o.committed_offset, n = _S5.unpack_from(buf, pos)
     pos += 14
@@ -1768,8 +2336,8 @@ def _encode_OffsetFetchResponsePartition_v0(o: OffsetFetchResponsePartition, out
 
 
 def _decode_OffsetFetchResponsePartition_v5(buf: bytes, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    o = _new(OffsetFetchResponsePartition)
     blen = len(buf)
+    o = _new(OffsetFetchResponsePartition)
     o.partition_index, o.committed_offset, o.committed_leader_epoch, n = _S7.unpack_from(buf, pos)
     pos += 18
     if n < 0:
@@ -1805,8 +2373,8 @@ def _encode_OffsetFetchResponsePartition_v5(o: OffsetFetchResponsePartition, out
 
 
 def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    o = _new(OffsetFetchResponsePartition)
     blen = len(buf)
+    o = _new(OffsetFetchResponsePartition)
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -1872,15 +2440,13 @@ def _encode_OffsetFetchResponsePartition_v6(o: OffsetFetchResponsePartition, out
 
 
 def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    o = _new(OffsetFetchResponseTopic)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetFetchResponseTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1896,8 +2462,24 @@ def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFet
         lst_partitions: list[OffsetFetchResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetFetchResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetFetchResponsePartition)
+            e_partitions.committed_leader_epoch = -1
+            e_partitions.partition_index, e_partitions.committed_offset, n = _S5.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                e_partitions.metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Metadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_partitions.metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1919,21 +2501,31 @@ def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, out: bytear
     else:
         out += _S1.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetFetchResponsePartition_v0(e_partitions, out)
+            out += _S6.pack(e_partitions.partition_index, e_partitions.committed_offset)
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Metadata is too long', version=0)
+                out += _S2.pack(len(b_partitions_metadata))
+                out += b_partitions_metadata
+            out += _S2.pack(e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    o = _new(OffsetFetchResponseTopic)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetFetchResponseTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1949,8 +2541,23 @@ def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: int) -> tuple[OffsetFet
         lst_partitions: list[OffsetFetchResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetFetchResponsePartition_v5(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetFetchResponsePartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S7.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                e_partitions.metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Metadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_partitions.metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1972,14 +2579,26 @@ def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, out: bytear
     else:
         out += _S1.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetFetchResponsePartition_v5(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Metadata is too long', version=5)
+                out += _S2.pack(len(b_partitions_metadata))
+                out += b_partitions_metadata
+            out += _S2.pack(e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    o = _new(OffsetFetchResponseTopic)
     blen = len(buf)
+    o = _new(OffsetFetchResponseTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2010,8 +2629,47 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFet
         lst_partitions: list[OffsetFetchResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetFetchResponsePartition_v6(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetFetchResponsePartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Metadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Metadata')
+                e_partitions.metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.error_code, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -2059,7 +2717,25 @@ def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, out: bytear
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetFetchResponsePartition_v6(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_metadata = e_partitions.metadata
+            if x_partitions_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_metadata = x_partitions_metadata.encode()
+                if len(b_partitions_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Metadata is too long', version=6)
+                m = len(b_partitions_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_metadata
+            out += _S2.pack(e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2067,8 +2743,8 @@ def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, out: bytear
 
 
 def _decode_OffsetFetchResponse_v0(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
     o.groups = []
     o.error_code = 0
@@ -2104,8 +2780,8 @@ def _encode_OffsetFetchResponse_v0(o: OffsetFetchResponse, out: bytearray) -> No
 
 
 def _decode_OffsetFetchResponse_v2(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
     o.groups = []
     n, = _S1.unpack_from(buf, pos)
@@ -2143,8 +2819,8 @@ def _encode_OffsetFetchResponse_v2(o: OffsetFetchResponse, out: bytearray) -> No
 
 
 def _decode_OffsetFetchResponse_v3(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.groups = []
     o.throttle_time_ms, n = _S8.unpack_from(buf, pos)
     pos += 8
@@ -2182,8 +2858,8 @@ def _encode_OffsetFetchResponse_v3(o: OffsetFetchResponse, out: bytearray) -> No
 
 
 def _decode_OffsetFetchResponse_v5(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.groups = []
     o.throttle_time_ms, n = _S8.unpack_from(buf, pos)
     pos += 8
@@ -2221,8 +2897,8 @@ def _encode_OffsetFetchResponse_v5(o: OffsetFetchResponse, out: bytearray) -> No
 
 
 def _decode_OffsetFetchResponse_v6(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.groups = []
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -2290,8 +2966,8 @@ def _encode_OffsetFetchResponse_v6(o: OffsetFetchResponse, out: bytearray) -> No
 
 
 def _decode_OffsetFetchResponse_v8(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.topics = []
     o.error_code = 0
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)
@@ -2357,8 +3033,8 @@ def _encode_OffsetFetchResponse_v8(o: OffsetFetchResponse, out: bytearray) -> No
 
 
 def _decode_OffsetFetchResponse_v10(buf: bytes, pos: int) -> tuple[OffsetFetchResponse, int]:
-    o = _new(OffsetFetchResponse)
     blen = len(buf)
+    o = _new(OffsetFetchResponse)
     o.topics = []
     o.error_code = 0
     o.throttle_time_ms, = _S1.unpack_from(buf, pos)

@@ -24,8 +24,8 @@ from kafka_wire.schema.versions import VersionSet
 _new = object.__new__
 _S0 = _Struct('>ii')
 _S1 = _Struct('>iii')
-_S2 = _Struct('>h')
-_S3 = _Struct('>i')
+_S2 = _Struct('>i')
+_S3 = _Struct('>h')
 _S4 = _Struct('>hiq')
 _S5 = _Struct('>hiiq')
 
@@ -138,8 +138,8 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(o: OffsetForL
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, int]:
-    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
     o.partition, o.current_leader_epoch, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 12
     n = buf[pos]
@@ -173,21 +173,19 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(o: OffsetForL
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, int]:
-    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -197,8 +195,12 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: 
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
+            e_partitions.current_leader_epoch = -1
+            e_partitions.partition, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
+            pos += 8
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -212,35 +214,35 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(o: OffsetForLeade
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S2.pack(len(b_topic))
+        out += _S3.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x_partitions))
+        out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, int]:
-    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -250,8 +252,11 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: 
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
+            pos += 12
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -265,22 +270,24 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(o: OffsetForLeade
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=2)
-        out += _S2.pack(len(b_topic))
+        out += _S3.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
-        out += _S3.pack(len(x_partitions))
+        out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(e_partitions, out)
+            out += _S1.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, int]:
-    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -311,8 +318,29 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
+            e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -360,7 +388,11 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(o: OffsetForLeade
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(e_partitions, out)
+            out += _S1.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -368,10 +400,10 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(o: OffsetForLeade
 
 
 def _decode_OffsetForLeaderEpochRequest_v0(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    o = _new(OffsetForLeaderEpochRequest)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = -2
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -393,7 +425,7 @@ def _encode_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, out: 
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -401,10 +433,10 @@ def _encode_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, out: 
 
 
 def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    o = _new(OffsetForLeaderEpochRequest)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = -2
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -426,7 +458,7 @@ def _encode_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, out: 
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
@@ -434,8 +466,8 @@ def _encode_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, out: 
 
 
 def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    o = _new(OffsetForLeaderEpochRequest)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochRequest)
     o.replica_id, n = _S0.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -454,12 +486,12 @@ def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: int) -> tuple[Offset
 
 
 def _encode_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
-    out += _S3.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(e_topics, out)
     if o.unknown_tagged_fields:
@@ -467,9 +499,9 @@ def _encode_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, out: 
 
 
 def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    o = _new(OffsetForLeaderEpochRequest)
     blen = len(buf)
-    o.replica_id, = _S3.unpack_from(buf, pos)
+    o = _new(OffsetForLeaderEpochRequest)
+    o.replica_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -511,7 +543,7 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[Offset
 
 
 def _encode_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, out: bytearray) -> None:
-    out += _S3.pack(o.replica_id)
+    out += _S2.pack(o.replica_id)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
@@ -559,8 +591,8 @@ def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1(o: OffsetForLeaderEpoc
 
 
 def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseEpochEndOffset, int]:
-    o = _new(OffsetForLeaderEpochResponseEpochEndOffset)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochResponseEpochEndOffset)
     o.error_code, o.partition, o.leader_epoch, o.end_offset = _S5.unpack_from(buf, pos)
     pos += 18
     n = buf[pos]
@@ -594,21 +626,19 @@ def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4(o: OffsetForLeaderEpoc
 
 
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, int]:
-    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -618,8 +648,12 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetForLeaderEpochResponseEpochEndOffset)
+            e_partitions.leader_epoch = -1
+            e_partitions.error_code, e_partitions.partition, e_partitions.end_offset = _S4.unpack_from(buf, pos)
+            pos += 14
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -633,35 +667,35 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(o: OffsetF
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
-        out += _S2.pack(len(b_topic))
+        out += _S3.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S3.pack(len(x_partitions))
+        out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0(e_partitions, out)
+            out += _S4.pack(e_partitions.error_code, e_partitions.partition, e_partitions.end_offset)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, int]:
-    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Topic was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Topic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
         o.topic = buf[pos:end].decode()
         pos = end
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -671,8 +705,11 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetForLeaderEpochResponseEpochEndOffset)
+            e_partitions.error_code, e_partitions.partition, e_partitions.leader_epoch, e_partitions.end_offset = _S5.unpack_from(buf, pos)
+            pos += 18
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -686,22 +723,24 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(o: OffsetF
         b_topic = x_topic.encode()
         if len(b_topic) > 0x7FFF:
             raise ValueOutOfRangeError('string field Topic is too long', version=1)
-        out += _S2.pack(len(b_topic))
+        out += _S3.pack(len(b_topic))
         out += b_topic
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        out += _S3.pack(len(x_partitions))
+        out += _S2.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1(e_partitions, out)
+            out += _S5.pack(e_partitions.error_code, e_partitions.partition, e_partitions.leader_epoch, e_partitions.end_offset)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, int]:
-    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -732,8 +771,29 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(OffsetForLeaderEpochResponseEpochEndOffset)
+            e_partitions.error_code, e_partitions.partition, e_partitions.leader_epoch, e_partitions.end_offset = _S5.unpack_from(buf, pos)
+            pos += 18
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -781,7 +841,11 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(o: OffsetF
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4(e_partitions, out)
+            out += _S5.pack(e_partitions.error_code, e_partitions.partition, e_partitions.leader_epoch, e_partitions.end_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -789,10 +853,10 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(o: OffsetF
 
 
 def _decode_OffsetForLeaderEpochResponse_v0(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    o = _new(OffsetForLeaderEpochResponse)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = 0
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -814,7 +878,7 @@ def _encode_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, out
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -822,10 +886,10 @@ def _encode_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, out
 
 
 def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    o = _new(OffsetForLeaderEpochResponse)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = 0
-    n, = _S3.unpack_from(buf, pos)
+    n, = _S2.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Topics was null')
@@ -847,7 +911,7 @@ def _encode_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, out
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
@@ -855,8 +919,8 @@ def _encode_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, out
 
 
 def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    o = _new(OffsetForLeaderEpochResponse)
     blen = len(buf)
+    o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms, n = _S0.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -875,12 +939,12 @@ def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: int) -> tuple[Offse
 
 
 def _encode_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S2.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        out += _S3.pack(len(x_topics))
+        out += _S2.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(e_topics, out)
     if o.unknown_tagged_fields:
@@ -888,9 +952,9 @@ def _encode_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, out
 
 
 def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    o = _new(OffsetForLeaderEpochResponse)
     blen = len(buf)
-    o.throttle_time_ms, = _S3.unpack_from(buf, pos)
+    o = _new(OffsetForLeaderEpochResponse)
+    o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -932,7 +996,7 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[Offse
 
 
 def _encode_OffsetForLeaderEpochResponse_v4(o: OffsetForLeaderEpochResponse, out: bytearray) -> None:
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S2.pack(o.throttle_time_ms)
     x_topics = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)

@@ -13,10 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -171,9 +180,9 @@ class ProduceResponse(Message):
 
 
 def _decode_ProduceRequestPartitionProduceData_v0(buf: bytes, pos: int) -> tuple[ProduceRequestPartitionProduceData, int]:
-    o = _new(ProduceRequestPartitionProduceData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(ProduceRequestPartitionProduceData)
     o.index, n = _S0.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -202,9 +211,9 @@ def _encode_ProduceRequestPartitionProduceData_v0(o: ProduceRequestPartitionProd
 
 
 def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: int) -> tuple[ProduceRequestPartitionProduceData, int]:
-    o = _new(ProduceRequestPartitionProduceData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(ProduceRequestPartitionProduceData)
     o.index, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -263,16 +272,14 @@ def _encode_ProduceRequestPartitionProduceData_v9(o: ProduceRequestPartitionProd
 
 
 def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: int) -> tuple[ProduceRequestTopicProduceData, int]:
-    o = _new(ProduceRequestTopicProduceData)
     blen = len(buf)
+    o = _new(ProduceRequestTopicProduceData)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -317,8 +324,8 @@ def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData,
 
 
 def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[ProduceRequestTopicProduceData, int]:
-    o = _new(ProduceRequestTopicProduceData)
     blen = len(buf)
+    o = _new(ProduceRequestTopicProduceData)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -407,12 +414,12 @@ def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData,
 
 
 def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[ProduceRequestTopicProduceData, int]:
-    o = _new(ProduceRequestTopicProduceData)
     blen = len(buf)
+    o = _new(ProduceRequestTopicProduceData)
     o.name = ''
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -472,8 +479,8 @@ def _encode_ProduceRequestTopicProduceData_v13(o: ProduceRequestTopicProduceData
 
 
 def _decode_ProduceRequest_v0(buf: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    o = _new(ProduceRequest)
     blen = len(buf)
+    o = _new(ProduceRequest)
     o.transactional_id = None
     o.acks, o.timeout_ms, n = _S4.unpack_from(buf, pos)
     pos += 10
@@ -508,15 +515,13 @@ def _encode_ProduceRequest_v0(o: ProduceRequest, out: bytearray) -> None:
 
 
 def _decode_ProduceRequest_v3(buf: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    o = _new(ProduceRequest)
     blen = len(buf)
-    n, = _S2.unpack_from(buf, pos)
+    o = _new(ProduceRequest)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.transactional_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
@@ -562,8 +567,8 @@ def _encode_ProduceRequest_v3(o: ProduceRequest, out: bytearray) -> None:
 
 
 def _decode_ProduceRequest_v9(buf: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    o = _new(ProduceRequest)
     blen = len(buf)
+    o = _new(ProduceRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -654,8 +659,8 @@ def _encode_ProduceRequest_v9(o: ProduceRequest, out: bytearray) -> None:
 
 
 def _decode_ProduceRequest_v13(buf: bytes, pos: int) -> tuple[ProduceRequest, int]:
-    o = _new(ProduceRequest)
     blen = len(buf)
+    o = _new(ProduceRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -746,8 +751,8 @@ def _encode_ProduceRequest_v13(o: ProduceRequest, out: bytearray) -> None:
 
 
 def _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf: bytes, pos: int) -> tuple[ProduceResponseBatchIndexAndErrorMessage, int]:
-    o = _new(ProduceResponseBatchIndexAndErrorMessage)
     blen = len(buf)
+    o = _new(ProduceResponseBatchIndexAndErrorMessage)
     o.batch_index, n = _S6.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -780,8 +785,8 @@ def _encode_ProduceResponseBatchIndexAndErrorMessage_v8(o: ProduceResponseBatchI
 
 
 def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: int) -> tuple[ProduceResponseBatchIndexAndErrorMessage, int]:
-    o = _new(ProduceResponseBatchIndexAndErrorMessage)
     blen = len(buf)
+    o = _new(ProduceResponseBatchIndexAndErrorMessage)
     o.batch_index, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -844,8 +849,8 @@ def _encode_ProduceResponseBatchIndexAndErrorMessage_v9(o: ProduceResponseBatchI
 
 
 def _decode_ProduceResponseLeaderIdAndEpoch_v10(buf: bytes, pos: int) -> tuple[ProduceResponseLeaderIdAndEpoch, int]:
-    o = _new(ProduceResponseLeaderIdAndEpoch)
     blen = len(buf)
+    o = _new(ProduceResponseLeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -939,8 +944,8 @@ def _encode_ProduceResponsePartitionProduceResponse_v5(o: ProduceResponsePartiti
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
-    o = _new(ProduceResponsePartitionProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponsePartitionProduceResponse)
     o.current_leader = ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, n = _S10.unpack_from(buf, pos)
     pos += 34
@@ -952,16 +957,27 @@ def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: int) -> 
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
         app_record_errors = lst_record_errors.append
         for _ in range(n):
-            x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf, pos)
-            app_record_errors(x_record_errors)
+            e_record_errors = _new(ProduceResponseBatchIndexAndErrorMessage)
+            e_record_errors.batch_index, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                e_record_errors.batch_index_error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field BatchIndexErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('BatchIndexErrorMessage')
+                e_record_errors.batch_index_error_message = buf[pos:end].decode()
+                pos = end
+            e_record_errors.unknown_tagged_fields = ()
+            app_record_errors(e_record_errors)
         o.record_errors = lst_record_errors
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.error_message = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
@@ -981,7 +997,18 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
     else:
         out += _S1.pack(len(x_record_errors))
         for e_record_errors in x_record_errors:
-            _encode_ProduceResponseBatchIndexAndErrorMessage_v8(e_record_errors, out)
+            out += _S1.pack(e_record_errors.batch_index)
+            x_record_errors_batch_index_error_message = e_record_errors.batch_index_error_message
+            if x_record_errors_batch_index_error_message is None:
+                out += b'\xff\xff'
+            else:
+                b_record_errors_batch_index_error_message = x_record_errors_batch_index_error_message.encode()
+                if len(b_record_errors_batch_index_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=8)
+                out += _S2.pack(len(b_record_errors_batch_index_error_message))
+                out += b_record_errors_batch_index_error_message
+            if e_record_errors.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 8')
     x_error_message = o.error_message
     if x_error_message is None:
         out += b'\xff\xff'
@@ -996,8 +1023,8 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
-    o = _new(ProduceResponsePartitionProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponsePartitionProduceResponse)
     o.current_leader = ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
@@ -1015,8 +1042,45 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> 
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
         app_record_errors = lst_record_errors.append
         for _ in range(n):
-            x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
-            app_record_errors(x_record_errors)
+            e_record_errors = _new(ProduceResponseBatchIndexAndErrorMessage)
+            e_record_errors.batch_index, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_record_errors.batch_index_error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field BatchIndexErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('BatchIndexErrorMessage')
+                e_record_errors.batch_index_error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_record_errors.unknown_tagged_fields = ()
+            else:
+                unknown_e_record_errors = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_record_errors.append((tag, buf[pos:end]))
+                        pos = end
+                e_record_errors.unknown_tagged_fields = tuple(unknown_e_record_errors)
+            app_record_errors(e_record_errors)
         o.record_errors = lst_record_errors
     n = buf[pos]
     if n < 0x80:
@@ -1072,7 +1136,24 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
         else:
             _write_uvarint(out, m)
         for e_record_errors in x_record_errors:
-            _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e_record_errors, out)
+            out += _S1.pack(e_record_errors.batch_index)
+            x_record_errors_batch_index_error_message = e_record_errors.batch_index_error_message
+            if x_record_errors_batch_index_error_message is None:
+                out.append(0)
+            else:
+                b_record_errors_batch_index_error_message = x_record_errors_batch_index_error_message.encode()
+                if len(b_record_errors_batch_index_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=9)
+                m = len(b_record_errors_batch_index_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_record_errors_batch_index_error_message
+            if e_record_errors.unknown_tagged_fields:
+                _write_tagged(out, [], e_record_errors.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -1093,8 +1174,8 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
-    o = _new(ProduceResponsePartitionProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponsePartitionProduceResponse)
     o.current_leader = ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
@@ -1112,8 +1193,45 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) ->
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
         app_record_errors = lst_record_errors.append
         for _ in range(n):
-            x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
-            app_record_errors(x_record_errors)
+            e_record_errors = _new(ProduceResponseBatchIndexAndErrorMessage)
+            e_record_errors.batch_index, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_record_errors.batch_index_error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field BatchIndexErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('BatchIndexErrorMessage')
+                e_record_errors.batch_index_error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_record_errors.unknown_tagged_fields = ()
+            else:
+                unknown_e_record_errors = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_record_errors.append((tag, buf[pos:end]))
+                        pos = end
+                e_record_errors.unknown_tagged_fields = tuple(unknown_e_record_errors)
+            app_record_errors(e_record_errors)
         o.record_errors = lst_record_errors
     n = buf[pos]
     if n < 0x80:
@@ -1167,7 +1285,24 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
         else:
             _write_uvarint(out, m)
         for e_record_errors in x_record_errors:
-            _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e_record_errors, out)
+            out += _S1.pack(e_record_errors.batch_index)
+            x_record_errors_batch_index_error_message = e_record_errors.batch_index_error_message
+            if x_record_errors_batch_index_error_message is None:
+                out.append(0)
+            else:
+                b_record_errors_batch_index_error_message = x_record_errors_batch_index_error_message.encode()
+                if len(b_record_errors_batch_index_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field BatchIndexErrorMessage is too long', version=10)
+                m = len(b_record_errors_batch_index_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_record_errors_batch_index_error_message
+            if e_record_errors.unknown_tagged_fields:
+                _write_tagged(out, [], e_record_errors.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_error_message = o.error_message
     if x_error_message is None:
         out.append(0)
@@ -1193,16 +1328,14 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
 
 
 def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1218,8 +1351,16 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: int) -> tupl
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v0(buf, pos)
-            app_partition_responses(x_partition_responses)
+            e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
+            e_partition_responses.log_append_time_ms = -1
+            e_partition_responses.log_start_offset = -1
+            e_partition_responses.record_errors = []
+            e_partition_responses.error_message = None
+            e_partition_responses.current_leader = ProduceResponseLeaderIdAndEpoch()
+            e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset = _S7.unpack_from(buf, pos)
+            pos += 14
+            e_partition_responses.unknown_tagged_fields = ()
+            app_partition_responses(e_partition_responses)
         o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1241,22 +1382,24 @@ def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduc
     else:
         out += _S1.pack(len(x_partition_responses))
         for e_partition_responses in x_partition_responses:
-            _encode_ProduceResponsePartitionProduceResponse_v0(e_partition_responses, out)
+            if e_partition_responses.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
+                raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=0)
+            out += _S7.pack(e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset)
+            if e_partition_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1272,8 +1415,15 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: int) -> tupl
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v2(buf, pos)
-            app_partition_responses(x_partition_responses)
+            e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
+            e_partition_responses.log_start_offset = -1
+            e_partition_responses.record_errors = []
+            e_partition_responses.error_message = None
+            e_partition_responses.current_leader = ProduceResponseLeaderIdAndEpoch()
+            e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset, e_partition_responses.log_append_time_ms = _S8.unpack_from(buf, pos)
+            pos += 22
+            e_partition_responses.unknown_tagged_fields = ()
+            app_partition_responses(e_partition_responses)
         o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1295,22 +1445,24 @@ def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduc
     else:
         out += _S1.pack(len(x_partition_responses))
         for e_partition_responses in x_partition_responses:
-            _encode_ProduceResponsePartitionProduceResponse_v2(e_partition_responses, out)
+            if e_partition_responses.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
+                raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=2)
+            out += _S8.pack(e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset, e_partition_responses.log_append_time_ms)
+            if e_partition_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1326,8 +1478,14 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: int) -> tupl
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
         for _ in range(n):
-            x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v5(buf, pos)
-            app_partition_responses(x_partition_responses)
+            e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
+            e_partition_responses.record_errors = []
+            e_partition_responses.error_message = None
+            e_partition_responses.current_leader = ProduceResponseLeaderIdAndEpoch()
+            e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset, e_partition_responses.log_append_time_ms, e_partition_responses.log_start_offset = _S9.unpack_from(buf, pos)
+            pos += 30
+            e_partition_responses.unknown_tagged_fields = ()
+            app_partition_responses(e_partition_responses)
         o.partition_responses = lst_partition_responses
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1349,22 +1507,24 @@ def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduc
     else:
         out += _S1.pack(len(x_partition_responses))
         for e_partition_responses in x_partition_responses:
-            _encode_ProduceResponsePartitionProduceResponse_v5(e_partition_responses, out)
+            if e_partition_responses.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
+                raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=5)
+            out += _S9.pack(e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset, e_partition_responses.log_append_time_ms, e_partition_responses.log_start_offset)
+            if e_partition_responses.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1409,8 +1569,8 @@ def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1499,8 +1659,8 @@ def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1589,12 +1749,12 @@ def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProdu
 
 
 def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponseTopicProduceResponse, int]:
-    o = _new(ProduceResponseTopicProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponseTopicProduceResponse)
     o.name = ''
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1654,8 +1814,8 @@ def _encode_ProduceResponseTopicProduceResponse_v13(o: ProduceResponseTopicProdu
 
 
 def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: int) -> tuple[ProduceResponseNodeEndpoint, int]:
-    o = _new(ProduceResponseNodeEndpoint)
     blen = len(buf)
+    o = _new(ProduceResponseNodeEndpoint)
     o.node_id, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1750,8 +1910,8 @@ def _encode_ProduceResponseNodeEndpoint_v10(o: ProduceResponseNodeEndpoint, out:
 
 
 def _decode_ProduceResponse_v0(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.throttle_time_ms = 0
     o.node_endpoints = []
     n, = _S1.unpack_from(buf, pos)
@@ -1786,8 +1946,8 @@ def _encode_ProduceResponse_v0(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v1(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1824,8 +1984,8 @@ def _encode_ProduceResponse_v1(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1862,8 +2022,8 @@ def _encode_ProduceResponse_v2(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1900,8 +2060,8 @@ def _encode_ProduceResponse_v5(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -1938,8 +2098,8 @@ def _encode_ProduceResponse_v8(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n = buf[pos]
     if n < 0x80:
@@ -2006,8 +2166,8 @@ def _encode_ProduceResponse_v9(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n = buf[pos]
     if n < 0x80:
@@ -2055,8 +2215,63 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                     lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(ProduceResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            e_node_endpoints.rack = None
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Rack is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Rack')
+                            e_node_endpoints.rack = buf[pos:end].decode()
+                            pos = end
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -2094,7 +2309,38 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t)
+                t += _S1.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=10)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S1.pack(e_node_endpoints.port)
+                x_node_endpoints_rack = e_node_endpoints.rack
+                if x_node_endpoints_rack is None:
+                    t.append(0)
+                else:
+                    b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                    if len(b_node_endpoints_rack) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Rack is too long', version=10)
+                    m = len(b_node_endpoints_rack) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_rack
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
@@ -2103,8 +2349,8 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
 
 
 def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, int]:
-    o = _new(ProduceResponse)
     blen = len(buf)
+    o = _new(ProduceResponse)
     o.node_endpoints = []
     n = buf[pos]
     if n < 0x80:
@@ -2152,8 +2398,63 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                     lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(ProduceResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            e_node_endpoints.rack = None
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Rack is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Rack')
+                            e_node_endpoints.rack = buf[pos:end].decode()
+                            pos = end
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -2191,7 +2492,38 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t)
+                t += _S1.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=13)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=13)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S1.pack(e_node_endpoints.port)
+                x_node_endpoints_rack = e_node_endpoints.rack
+                if x_node_endpoints_rack is None:
+                    t.append(0)
+                else:
+                    b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                    if len(b_node_endpoints_rack) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Rack is too long', version=13)
+                    m = len(b_node_endpoints_rack) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_rack
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

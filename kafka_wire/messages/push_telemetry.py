@@ -11,10 +11,11 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ZERO_UUID, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -56,11 +57,11 @@ class PushTelemetryResponse(Message):
 
 
 def _decode_PushTelemetryRequest_v0(buf: bytes, pos: int) -> tuple[PushTelemetryRequest, int]:
-    o = _new(PushTelemetryRequest)
     blen = len(buf)
+    o = _new(PushTelemetryRequest)
     u_client_instance_id_raw, o.subscription_id, o.terminating, o.compression_type = _S0.unpack_from(buf, pos)
     pos += 22
-    o.client_instance_id = UUID(bytes=u_client_instance_id_raw)
+    o.client_instance_id = ZERO_UUID if u_client_instance_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_client_instance_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -117,8 +118,8 @@ def _encode_PushTelemetryRequest_v0(o: PushTelemetryRequest, out: bytearray) -> 
 
 
 def _decode_PushTelemetryResponse_v0(buf: bytes, pos: int) -> tuple[PushTelemetryResponse, int]:
-    o = _new(PushTelemetryResponse)
     blen = len(buf)
+    o = _new(PushTelemetryResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

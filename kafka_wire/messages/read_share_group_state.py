@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -123,8 +132,8 @@ class ReadShareGroupStateResponse(Message):
 
 
 def _decode_ReadShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateRequestPartitionData, int]:
-    o = _new(ReadShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(ReadShareGroupStateRequestPartitionData)
     o.partition, o.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -158,11 +167,11 @@ def _encode_ReadShareGroupStateRequestPartitionData_v0(o: ReadShareGroupStateReq
 
 
 def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateRequestReadStateData, int]:
-    o = _new(ReadShareGroupStateRequestReadStateData)
     blen = len(buf)
+    o = _new(ReadShareGroupStateRequestReadStateData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -177,8 +186,29 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> 
         lst_partitions: list[ReadShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ReadShareGroupStateRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ReadShareGroupStateRequestPartitionData)
+            e_partitions.partition, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -214,7 +244,11 @@ def _encode_ReadShareGroupStateRequestReadStateData_v0(o: ReadShareGroupStateReq
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ReadShareGroupStateRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -222,8 +256,8 @@ def _encode_ReadShareGroupStateRequestReadStateData_v0(o: ReadShareGroupStateReq
 
 
 def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateRequest, int]:
-    o = _new(ReadShareGroupStateRequest)
     blen = len(buf)
+    o = _new(ReadShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -311,8 +345,8 @@ def _encode_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, out: by
 
 
 def _decode_ReadShareGroupStateResponseStateBatch_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateResponseStateBatch, int]:
-    o = _new(ReadShareGroupStateResponseStateBatch)
     blen = len(buf)
+    o = _new(ReadShareGroupStateResponseStateBatch)
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S2.unpack_from(buf, pos)
     pos += 19
     n = buf[pos]
@@ -346,8 +380,8 @@ def _encode_ReadShareGroupStateResponseStateBatch_v0(o: ReadShareGroupStateRespo
 
 
 def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateResponsePartitionResult, int]:
-    o = _new(ReadShareGroupStateResponsePartitionResult)
     blen = len(buf)
+    o = _new(ReadShareGroupStateResponsePartitionResult)
     o.partition, o.error_code = _S3.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -382,8 +416,29 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) 
         lst_state_batches: list[ReadShareGroupStateResponseStateBatch] = []
         app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x_state_batches, pos = _decode_ReadShareGroupStateResponseStateBatch_v0(buf, pos)
-            app_state_batches(x_state_batches)
+            e_state_batches = _new(ReadShareGroupStateResponseStateBatch)
+            e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S2.unpack_from(buf, pos)
+            pos += 19
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_state_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_state_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_state_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_state_batches.unknown_tagged_fields = tuple(unknown_e_state_batches)
+            app_state_batches(e_state_batches)
         o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
@@ -433,7 +488,11 @@ def _encode_ReadShareGroupStateResponsePartitionResult_v0(o: ReadShareGroupState
         else:
             _write_uvarint(out, m)
         for e_state_batches in x_state_batches:
-            _encode_ReadShareGroupStateResponseStateBatch_v0(e_state_batches, out)
+            out += _S2.pack(e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count)
+            if e_state_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_state_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -441,11 +500,11 @@ def _encode_ReadShareGroupStateResponsePartitionResult_v0(o: ReadShareGroupState
 
 
 def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateResponseReadStateResult, int]:
-    o = _new(ReadShareGroupStateResponseReadStateResult)
     blen = len(buf)
+    o = _new(ReadShareGroupStateResponseReadStateResult)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -505,8 +564,8 @@ def _encode_ReadShareGroupStateResponseReadStateResult_v0(o: ReadShareGroupState
 
 
 def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateResponse, int]:
-    o = _new(ReadShareGroupStateResponse)
     blen = len(buf)
+    o = _new(ReadShareGroupStateResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -109,8 +118,8 @@ class ReadShareGroupStateSummaryResponse(Message):
 
 
 def _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryRequestPartitionData, int]:
-    o = _new(ReadShareGroupStateSummaryRequestPartitionData)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryRequestPartitionData)
     o.partition, o.leader_epoch = _S0.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -144,11 +153,11 @@ def _encode_ReadShareGroupStateSummaryRequestPartitionData_v0(o: ReadShareGroupS
 
 
 def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryRequestReadStateSummaryData, int]:
-    o = _new(ReadShareGroupStateSummaryRequestReadStateSummaryData)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryRequestReadStateSummaryData)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -163,8 +172,29 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
         lst_partitions: list[ReadShareGroupStateSummaryRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ReadShareGroupStateSummaryRequestPartitionData)
+            e_partitions.partition, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
+            pos += 8
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -200,7 +230,11 @@ def _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(o: ReadShar
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ReadShareGroupStateSummaryRequestPartitionData_v0(e_partitions, out)
+            out += _S0.pack(e_partitions.partition, e_partitions.leader_epoch)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -208,8 +242,8 @@ def _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(o: ReadShar
 
 
 def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryRequest, int]:
-    o = _new(ReadShareGroupStateSummaryRequest)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -297,8 +331,8 @@ def _encode_ReadShareGroupStateSummaryRequest_v0(o: ReadShareGroupStateSummaryRe
 
 
 def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponsePartitionResult, int]:
-    o = _new(ReadShareGroupStateSummaryResponsePartitionResult)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryResponsePartitionResult)
     o.delivery_complete_count = -1
     o.partition, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
@@ -365,8 +399,8 @@ def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(o: ReadShareGro
 
 
 def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponsePartitionResult, int]:
-    o = _new(ReadShareGroupStateSummaryResponsePartitionResult)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryResponsePartitionResult)
     o.partition, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -432,11 +466,11 @@ def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(o: ReadShareGro
 
 
 def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponseReadStateSummaryResult, int]:
-    o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -451,8 +485,48 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
         lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ReadShareGroupStateSummaryResponsePartitionResult)
+            e_partitions.delivery_complete_count = -1
+            e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            e_partitions.state_epoch, e_partitions.leader_epoch, e_partitions.start_offset = _S3.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -488,7 +562,25 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadS
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(e_partitions, out)
+            out += _S2.pack(e_partitions.partition, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            out += _S3.pack(e_partitions.state_epoch, e_partitions.leader_epoch, e_partitions.start_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -496,11 +588,11 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadS
 
 
 def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponseReadStateSummaryResult, int]:
-    o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -515,8 +607,47 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
         lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(ReadShareGroupStateSummaryResponsePartitionResult)
+            e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            e_partitions.state_epoch, e_partitions.leader_epoch, e_partitions.start_offset, e_partitions.delivery_complete_count = _S4.unpack_from(buf, pos)
+            pos += 20
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -552,7 +683,25 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadS
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(e_partitions, out)
+            out += _S2.pack(e_partitions.partition, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            out += _S4.pack(e_partitions.state_epoch, e_partitions.leader_epoch, e_partitions.start_offset, e_partitions.delivery_complete_count)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -560,8 +709,8 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadS
 
 
 def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
-    o = _new(ReadShareGroupStateSummaryResponse)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -620,8 +769,8 @@ def _encode_ReadShareGroupStateSummaryResponse_v0(o: ReadShareGroupStateSummaryR
 
 
 def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
-    o = _new(ReadShareGroupStateSummaryResponse)
     blen = len(buf)
+    o = _new(ReadShareGroupStateSummaryResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

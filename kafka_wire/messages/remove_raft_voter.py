@@ -11,10 +11,11 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ZERO_UUID, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -54,8 +55,8 @@ class RemoveRaftVoterResponse(Message):
 
 
 def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
-    o = _new(RemoveRaftVoterRequest)
     blen = len(buf)
+    o = _new(RemoveRaftVoterRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -74,7 +75,7 @@ def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[RemoveRaftV
         pos = end
     o.voter_id, u_voter_directory_id_raw = _S0.unpack_from(buf, pos)
     pos += 20
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -119,8 +120,8 @@ def _encode_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, out: bytearray)
 
 
 def _decode_RemoveRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[RemoveRaftVoterResponse, int]:
-    o = _new(RemoveRaftVoterResponse)
     blen = len(buf)
+    o = _new(RemoveRaftVoterResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -54,8 +54,8 @@ class RenewDelegationTokenResponse(Message):
 
 
 def _decode_RenewDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
-    o = _new(RenewDelegationTokenRequest)
     blen = len(buf)
+    o = _new(RenewDelegationTokenRequest)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -86,8 +86,8 @@ def _encode_RenewDelegationTokenRequest_v0(o: RenewDelegationTokenRequest, out: 
 
 
 def _decode_RenewDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
-    o = _new(RenewDelegationTokenRequest)
     blen = len(buf)
+    o = _new(RenewDelegationTokenRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -160,8 +160,8 @@ def _encode_RenewDelegationTokenResponse_v0(o: RenewDelegationTokenResponse, out
 
 
 def _decode_RenewDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
-    o = _new(RenewDelegationTokenResponse)
     blen = len(buf)
+    o = _new(RenewDelegationTokenResponse)
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S2.unpack_from(buf, pos)
     pos += 14
     n = buf[pos]

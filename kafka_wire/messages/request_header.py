@@ -58,8 +58,8 @@ def _encode_RequestHeader_v0(o: RequestHeader, out: bytearray) -> None:
 
 
 def _decode_RequestHeader_v1(buf: bytes, pos: int) -> tuple[RequestHeader, int]:
-    o = _new(RequestHeader)
     blen = len(buf)
+    o = _new(RequestHeader)
     o.request_api_key, o.request_api_version, o.correlation_id, n = _S1.unpack_from(buf, pos)
     pos += 10
     if n < 0:
@@ -92,8 +92,8 @@ def _encode_RequestHeader_v1(o: RequestHeader, out: bytearray) -> None:
 
 
 def _decode_RequestHeader_v2(buf: bytes, pos: int) -> tuple[RequestHeader, int]:
-    o = _new(RequestHeader)
     blen = len(buf)
+    o = _new(RequestHeader)
     o.request_api_key, o.request_api_version, o.correlation_id, n = _S1.unpack_from(buf, pos)
     pos += 10
     if n < 0:

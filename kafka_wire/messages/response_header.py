@@ -45,8 +45,8 @@ def _encode_ResponseHeader_v0(o: ResponseHeader, out: bytearray) -> None:
 
 
 def _decode_ResponseHeader_v1(buf: bytes, pos: int) -> tuple[ResponseHeader, int]:
-    o = _new(ResponseHeader)
     blen = len(buf)
+    o = _new(ResponseHeader)
     o.correlation_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

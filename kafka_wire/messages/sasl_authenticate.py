@@ -53,8 +53,8 @@ class SaslAuthenticateResponse(Message):
 
 
 def _decode_SaslAuthenticateRequest_v0(buf: bytes, pos: int) -> tuple[SaslAuthenticateRequest, int]:
-    o = _new(SaslAuthenticateRequest)
     blen = len(buf)
+    o = _new(SaslAuthenticateRequest)
     n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -82,8 +82,8 @@ def _encode_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, out: bytearra
 
 
 def _decode_SaslAuthenticateRequest_v2(buf: bytes, pos: int) -> tuple[SaslAuthenticateRequest, int]:
-    o = _new(SaslAuthenticateRequest)
     blen = len(buf)
+    o = _new(SaslAuthenticateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -139,8 +139,8 @@ def _encode_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, out: bytearra
 
 
 def _decode_SaslAuthenticateResponse_v0(buf: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    o = _new(SaslAuthenticateResponse)
     blen = len(buf)
+    o = _new(SaslAuthenticateResponse)
     o.session_lifetime_ms = 0
     o.error_code, n = _S1.unpack_from(buf, pos)
     pos += 4
@@ -191,8 +191,8 @@ def _encode_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, out: bytear
 
 
 def _decode_SaslAuthenticateResponse_v1(buf: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    o = _new(SaslAuthenticateResponse)
     blen = len(buf)
+    o = _new(SaslAuthenticateResponse)
     o.error_code, n = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
@@ -245,8 +245,8 @@ def _encode_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, out: bytear
 
 
 def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: int) -> tuple[SaslAuthenticateResponse, int]:
-    o = _new(SaslAuthenticateResponse)
     blen = len(buf)
+    o = _new(SaslAuthenticateResponse)
     o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]

@@ -45,15 +45,13 @@ class SaslHandshakeResponse(Message):
 
 
 def _decode_SaslHandshakeRequest_v0(buf: bytes, pos: int) -> tuple[SaslHandshakeRequest, int]:
-    o = _new(SaslHandshakeRequest)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(SaslHandshakeRequest)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Mechanism was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Mechanism is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Mechanism')
@@ -78,8 +76,8 @@ def _encode_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, out: bytearray) -> 
 
 
 def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: int) -> tuple[SaslHandshakeResponse, int]:
-    o = _new(SaslHandshakeResponse)
     blen = len(buf)
+    o = _new(SaslHandshakeResponse)
     o.error_code, n = _S1.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -90,12 +88,10 @@ def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: int) -> tuple[SaslHandshak
         lst_mechanisms: list[str] = []
         app_mechanisms = lst_mechanisms.append
         for _ in range(n):
-            n2, = _S0.unpack_from(buf, pos)
+            n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
-            if n2 < 0:
-                raise _invalid('null element in Mechanisms')
             if n2 > 0x7FFF:
-                raise _invalid('string in Mechanisms is too long')
+                raise _invalid('null element in Mechanisms')
             end = pos + n2
             if end > blen:
                 raise _truncated('Mechanisms')

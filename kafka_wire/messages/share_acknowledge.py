@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -165,8 +175,8 @@ class ShareAcknowledgeResponse(Message):
 
 
 def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeRequestAcknowledgementBatch, int]:
-    o = _new(ShareAcknowledgeRequestAcknowledgementBatch)
     blen = len(buf)
+    o = _new(ShareAcknowledgeRequestAcknowledgementBatch)
     o.first_offset, o.last_offset = _S0.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -178,9 +188,12 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: int)
     if n < 0:
         raise _invalid('non-nullable field AcknowledgeTypes was null')
     else:
-        if n * 1 > blen - pos:
-            raise _truncated('AcknowledgeTypes')
-        o.acknowledge_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        if n < 64:
+            o.acknowledge_types = [*_Ai8[n].unpack_from(buf, pos)]
+        else:
+            if n * 1 > blen - pos:
+                raise _truncated('AcknowledgeTypes')
+            o.acknowledge_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -224,8 +237,8 @@ def _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(o: ShareAcknowledgeRe
 
 
 def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeRequestAcknowledgePartition, int]:
-    o = _new(ShareAcknowledgeRequestAcknowledgePartition)
     blen = len(buf)
+    o = _new(ShareAcknowledgeRequestAcknowledgePartition)
     o.partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -242,8 +255,45 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int)
         lst_acknowledgement_batches: list[ShareAcknowledgeRequestAcknowledgementBatch] = []
         app_acknowledgement_batches = lst_acknowledgement_batches.append
         for _ in range(n):
-            x_acknowledgement_batches, pos = _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf, pos)
-            app_acknowledgement_batches(x_acknowledgement_batches)
+            e_acknowledgement_batches = _new(ShareAcknowledgeRequestAcknowledgementBatch)
+            e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset = _S0.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AcknowledgeTypes was null')
+            else:
+                if n < 64:
+                    e_acknowledgement_batches.acknowledge_types = [*_Ai8[n].unpack_from(buf, pos)]
+                else:
+                    if n * 1 > blen - pos:
+                        raise _truncated('AcknowledgeTypes')
+                    e_acknowledgement_batches.acknowledge_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
+                pos += n * 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_acknowledgement_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_acknowledgement_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_acknowledgement_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_acknowledgement_batches.unknown_tagged_fields = tuple(unknown_e_acknowledgement_batches)
+            app_acknowledgement_batches(e_acknowledgement_batches)
         o.acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
@@ -279,7 +329,22 @@ def _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(o: ShareAcknowledgeRe
         else:
             _write_uvarint(out, m)
         for e_acknowledgement_batches in x_acknowledgement_batches:
-            _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(e_acknowledgement_batches, out)
+            out += _S0.pack(e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset)
+            x_acknowledgement_batches_acknowledge_types = e_acknowledgement_batches.acknowledge_types
+            if x_acknowledgement_batches_acknowledge_types is None:
+                raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
+            else:
+                k_acknowledgement_batches_acknowledge_types = len(x_acknowledgement_batches_acknowledge_types)
+                m = k_acknowledgement_batches_acknowledge_types + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai8[k_acknowledgement_batches_acknowledge_types] if k_acknowledgement_batches_acknowledge_types < 64 else _Struct(f'>{k_acknowledgement_batches_acknowledge_types}b')).pack(*x_acknowledgement_batches_acknowledge_types)
+            if e_acknowledgement_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_acknowledgement_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -287,11 +352,11 @@ def _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(o: ShareAcknowledgeRe
 
 
 def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeRequestAcknowledgeTopic, int]:
-    o = _new(ShareAcknowledgeRequestAcknowledgeTopic)
     blen = len(buf)
+    o = _new(ShareAcknowledgeRequestAcknowledgeTopic)
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -351,8 +416,8 @@ def _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(o: ShareAcknowledgeReques
 
 
 def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
-    o = _new(ShareAcknowledgeRequest)
     blen = len(buf)
+    o = _new(ShareAcknowledgeRequest)
     o.is_renew_ack = False
     n = buf[pos]
     if n < 0x80:
@@ -475,8 +540,8 @@ def _encode_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, out: bytearra
 
 
 def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
-    o = _new(ShareAcknowledgeRequest)
     blen = len(buf)
+    o = _new(ShareAcknowledgeRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -596,8 +661,8 @@ def _encode_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, out: bytearra
 
 
 def _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeResponseLeaderIdAndEpoch, int]:
-    o = _new(ShareAcknowledgeResponseLeaderIdAndEpoch)
     blen = len(buf)
+    o = _new(ShareAcknowledgeResponseLeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S4.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -631,8 +696,8 @@ def _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(o: ShareAcknowledgeRespo
 
 
 def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeResponsePartitionData, int]:
-    o = _new(ShareAcknowledgeResponsePartitionData)
     blen = len(buf)
+    o = _new(ShareAcknowledgeResponsePartitionData)
     o.partition_index, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -697,11 +762,11 @@ def _encode_ShareAcknowledgeResponsePartitionData_v0(o: ShareAcknowledgeResponse
 
 
 def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeResponseTopicResponse, int]:
-    o = _new(ShareAcknowledgeResponseTopicResponse)
     blen = len(buf)
+    o = _new(ShareAcknowledgeResponseTopicResponse)
     u_topic_id_raw, = _S2.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -761,8 +826,8 @@ def _encode_ShareAcknowledgeResponseTopicResponse_v0(o: ShareAcknowledgeResponse
 
 
 def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeResponseNodeEndpoint, int]:
-    o = _new(ShareAcknowledgeResponseNodeEndpoint)
     blen = len(buf)
+    o = _new(ShareAcknowledgeResponseNodeEndpoint)
     o.node_id, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -857,8 +922,8 @@ def _encode_ShareAcknowledgeResponseNodeEndpoint_v0(o: ShareAcknowledgeResponseN
 
 
 def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
-    o = _new(ShareAcknowledgeResponse)
     blen = len(buf)
+    o = _new(ShareAcknowledgeResponse)
     o.acquisition_lock_timeout_ms = 0
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
@@ -909,8 +974,63 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
         lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
-            app_node_endpoints(x_node_endpoints)
+            e_node_endpoints = _new(ShareAcknowledgeResponseNodeEndpoint)
+            e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_node_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_node_endpoints.port, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_node_endpoints.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_node_endpoints.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_node_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_node_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+            app_node_endpoints(e_node_endpoints)
         o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -970,7 +1090,38 @@ def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, out: bytear
         else:
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
-            _encode_ShareAcknowledgeResponseNodeEndpoint_v0(e_node_endpoints, out)
+            out += _S1.pack(e_node_endpoints.node_id)
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_node_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_host
+            out += _S1.pack(e_node_endpoints.port)
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
+                out.append(0)
+            else:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=0)
+                m = len(b_node_endpoints_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_rack
+            if e_node_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -978,8 +1129,8 @@ def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, out: bytear
 
 
 def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
-    o = _new(ShareAcknowledgeResponse)
     blen = len(buf)
+    o = _new(ShareAcknowledgeResponse)
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1031,8 +1182,63 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
         lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
-            app_node_endpoints(x_node_endpoints)
+            e_node_endpoints = _new(ShareAcknowledgeResponseNodeEndpoint)
+            e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_node_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_node_endpoints.port, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_node_endpoints.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_node_endpoints.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_node_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_node_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+            app_node_endpoints(e_node_endpoints)
         o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -1093,7 +1299,38 @@ def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, out: bytear
         else:
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
-            _encode_ShareAcknowledgeResponseNodeEndpoint_v0(e_node_endpoints, out)
+            out += _S1.pack(e_node_endpoints.node_id)
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                m = len(b_node_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_host
+            out += _S1.pack(e_node_endpoints.port)
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
+                out.append(0)
+            else:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=2)
+                m = len(b_node_endpoints_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_rack
+            if e_node_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

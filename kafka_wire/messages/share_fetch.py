@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -220,8 +230,8 @@ class ShareFetchResponse(Message):
 
 
 def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tuple[ShareFetchRequestAcknowledgementBatch, int]:
-    o = _new(ShareFetchRequestAcknowledgementBatch)
     blen = len(buf)
+    o = _new(ShareFetchRequestAcknowledgementBatch)
     o.first_offset, o.last_offset = _S0.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -233,9 +243,12 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tu
     if n < 0:
         raise _invalid('non-nullable field AcknowledgeTypes was null')
     else:
-        if n * 1 > blen - pos:
-            raise _truncated('AcknowledgeTypes')
-        o.acknowledge_types = list((_Ai8[n] if n < 64 else _Struct(f'>{n}b')).unpack_from(buf, pos))
+        if n < 64:
+            o.acknowledge_types = [*_Ai8[n].unpack_from(buf, pos)]
+        else:
+            if n * 1 > blen - pos:
+                raise _truncated('AcknowledgeTypes')
+            o.acknowledge_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
         pos += n * 1
     n = buf[pos]
     if n < 0x80:
@@ -279,8 +292,8 @@ def _encode_ShareFetchRequestAcknowledgementBatch_v0(o: ShareFetchRequestAcknowl
 
 
 def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[ShareFetchRequestFetchPartition, int]:
-    o = _new(ShareFetchRequestFetchPartition)
     blen = len(buf)
+    o = _new(ShareFetchRequestFetchPartition)
     o.partition_index, o.partition_max_bytes = _S1.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -297,8 +310,45 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
         lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
         app_acknowledgement_batches = lst_acknowledgement_batches.append
         for _ in range(n):
-            x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
-            app_acknowledgement_batches(x_acknowledgement_batches)
+            e_acknowledgement_batches = _new(ShareFetchRequestAcknowledgementBatch)
+            e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset = _S0.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AcknowledgeTypes was null')
+            else:
+                if n < 64:
+                    e_acknowledgement_batches.acknowledge_types = [*_Ai8[n].unpack_from(buf, pos)]
+                else:
+                    if n * 1 > blen - pos:
+                        raise _truncated('AcknowledgeTypes')
+                    e_acknowledgement_batches.acknowledge_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
+                pos += n * 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_acknowledgement_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_acknowledgement_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_acknowledgement_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_acknowledgement_batches.unknown_tagged_fields = tuple(unknown_e_acknowledgement_batches)
+            app_acknowledgement_batches(e_acknowledgement_batches)
         o.acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
@@ -334,7 +384,22 @@ def _encode_ShareFetchRequestFetchPartition_v0(o: ShareFetchRequestFetchPartitio
         else:
             _write_uvarint(out, m)
         for e_acknowledgement_batches in x_acknowledgement_batches:
-            _encode_ShareFetchRequestAcknowledgementBatch_v0(e_acknowledgement_batches, out)
+            out += _S0.pack(e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset)
+            x_acknowledgement_batches_acknowledge_types = e_acknowledgement_batches.acknowledge_types
+            if x_acknowledgement_batches_acknowledge_types is None:
+                raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
+            else:
+                k_acknowledgement_batches_acknowledge_types = len(x_acknowledgement_batches_acknowledge_types)
+                m = k_acknowledgement_batches_acknowledge_types + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai8[k_acknowledgement_batches_acknowledge_types] if k_acknowledgement_batches_acknowledge_types < 64 else _Struct(f'>{k_acknowledgement_batches_acknowledge_types}b')).pack(*x_acknowledgement_batches_acknowledge_types)
+            if e_acknowledgement_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_acknowledgement_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -342,8 +407,8 @@ def _encode_ShareFetchRequestFetchPartition_v0(o: ShareFetchRequestFetchPartitio
 
 
 def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[ShareFetchRequestFetchPartition, int]:
-    o = _new(ShareFetchRequestFetchPartition)
     blen = len(buf)
+    o = _new(ShareFetchRequestFetchPartition)
     o.partition_max_bytes = 0
     o.partition_index, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -361,8 +426,45 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
         lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
         app_acknowledgement_batches = lst_acknowledgement_batches.append
         for _ in range(n):
-            x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
-            app_acknowledgement_batches(x_acknowledgement_batches)
+            e_acknowledgement_batches = _new(ShareFetchRequestAcknowledgementBatch)
+            e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset = _S0.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field AcknowledgeTypes was null')
+            else:
+                if n < 64:
+                    e_acknowledgement_batches.acknowledge_types = [*_Ai8[n].unpack_from(buf, pos)]
+                else:
+                    if n * 1 > blen - pos:
+                        raise _truncated('AcknowledgeTypes')
+                    e_acknowledgement_batches.acknowledge_types = [*_Struct(f'>{n}b').unpack_from(buf, pos)]
+                pos += n * 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_acknowledgement_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_acknowledgement_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_acknowledgement_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_acknowledgement_batches.unknown_tagged_fields = tuple(unknown_e_acknowledgement_batches)
+            app_acknowledgement_batches(e_acknowledgement_batches)
         o.acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
@@ -400,7 +502,22 @@ def _encode_ShareFetchRequestFetchPartition_v1(o: ShareFetchRequestFetchPartitio
         else:
             _write_uvarint(out, m)
         for e_acknowledgement_batches in x_acknowledgement_batches:
-            _encode_ShareFetchRequestAcknowledgementBatch_v0(e_acknowledgement_batches, out)
+            out += _S0.pack(e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset)
+            x_acknowledgement_batches_acknowledge_types = e_acknowledgement_batches.acknowledge_types
+            if x_acknowledgement_batches_acknowledge_types is None:
+                raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=1)
+            else:
+                k_acknowledgement_batches_acknowledge_types = len(x_acknowledgement_batches_acknowledge_types)
+                m = k_acknowledgement_batches_acknowledge_types + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai8[k_acknowledgement_batches_acknowledge_types] if k_acknowledgement_batches_acknowledge_types < 64 else _Struct(f'>{k_acknowledgement_batches_acknowledge_types}b')).pack(*x_acknowledgement_batches_acknowledge_types)
+            if e_acknowledgement_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_acknowledgement_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -408,11 +525,11 @@ def _encode_ShareFetchRequestFetchPartition_v1(o: ShareFetchRequestFetchPartitio
 
 
 def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareFetchRequestFetchTopic, int]:
-    o = _new(ShareFetchRequestFetchTopic)
     blen = len(buf)
+    o = _new(ShareFetchRequestFetchTopic)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -472,11 +589,11 @@ def _encode_ShareFetchRequestFetchTopic_v0(o: ShareFetchRequestFetchTopic, out: 
 
 
 def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareFetchRequestFetchTopic, int]:
-    o = _new(ShareFetchRequestFetchTopic)
     blen = len(buf)
+    o = _new(ShareFetchRequestFetchTopic)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -536,11 +653,11 @@ def _encode_ShareFetchRequestFetchTopic_v1(o: ShareFetchRequestFetchTopic, out: 
 
 
 def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[ShareFetchRequestForgottenTopic, int]:
-    o = _new(ShareFetchRequestForgottenTopic)
     blen = len(buf)
+    o = _new(ShareFetchRequestForgottenTopic)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -550,9 +667,12 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -596,8 +716,8 @@ def _encode_ShareFetchRequestForgottenTopic_v0(o: ShareFetchRequestForgottenTopi
 
 
 def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchRequest, int]:
-    o = _new(ShareFetchRequest)
     blen = len(buf)
+    o = _new(ShareFetchRequest)
     o.max_records = 0
     o.batch_size = 0
     o.share_acquire_mode = 0
@@ -667,8 +787,46 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(ShareFetchRequestForgottenTopic)
+            u_topic_id_raw, = _S3.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -747,7 +905,22 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_ShareFetchRequestForgottenTopic_v0(e_forgotten_topics_data, out)
+            out += _S3.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -755,8 +928,8 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, out: bytearray) -> None:
 
 
 def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchRequest, int]:
-    o = _new(ShareFetchRequest)
     blen = len(buf)
+    o = _new(ShareFetchRequest)
     o.share_acquire_mode = 0
     o.is_renew_ack = False
     n = buf[pos]
@@ -824,8 +997,46 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(ShareFetchRequestForgottenTopic)
+            u_topic_id_raw, = _S3.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -900,7 +1111,22 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_ShareFetchRequestForgottenTopic_v0(e_forgotten_topics_data, out)
+            out += _S3.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -908,8 +1134,8 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, out: bytearray) -> None:
 
 
 def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchRequest, int]:
-    o = _new(ShareFetchRequest)
     blen = len(buf)
+    o = _new(ShareFetchRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -975,8 +1201,46 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
         for _ in range(n):
-            x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
-            app_forgotten_topics_data(x_forgotten_topics_data)
+            e_forgotten_topics_data = _new(ShareFetchRequestForgottenTopic)
+            u_topic_id_raw, = _S3.unpack_from(buf, pos)
+            pos += 16
+            e_forgotten_topics_data.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_forgotten_topics_data.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_forgotten_topics_data.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_forgotten_topics_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_forgotten_topics_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_forgotten_topics_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_forgotten_topics_data.unknown_tagged_fields = tuple(unknown_e_forgotten_topics_data)
+            app_forgotten_topics_data(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
@@ -1049,7 +1313,22 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_forgotten_topics_data in x_forgotten_topics_data:
-            _encode_ShareFetchRequestForgottenTopic_v0(e_forgotten_topics_data, out)
+            out += _S3.pack(e_forgotten_topics_data.topic_id.bytes)
+            x_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
+            if x_forgotten_topics_data_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
+            else:
+                k_forgotten_topics_data_partitions = len(x_forgotten_topics_data_partitions)
+                m = k_forgotten_topics_data_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_forgotten_topics_data_partitions] if k_forgotten_topics_data_partitions < 64 else _Struct(f'>{k_forgotten_topics_data_partitions}i')).pack(*x_forgotten_topics_data_partitions)
+            if e_forgotten_topics_data.unknown_tagged_fields:
+                _write_tagged(out, [], e_forgotten_topics_data.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1057,8 +1336,8 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, out: bytearray) -> None:
 
 
 def _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponseLeaderIdAndEpoch, int]:
-    o = _new(ShareFetchResponseLeaderIdAndEpoch)
     blen = len(buf)
+    o = _new(ShareFetchResponseLeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S1.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -1092,8 +1371,8 @@ def _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o: ShareFetchResponseLeaderIdA
 
 
 def _decode_ShareFetchResponseAcquiredRecords_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponseAcquiredRecords, int]:
-    o = _new(ShareFetchResponseAcquiredRecords)
     blen = len(buf)
+    o = _new(ShareFetchResponseAcquiredRecords)
     o.first_offset, o.last_offset, o.delivery_count = _S7.unpack_from(buf, pos)
     pos += 18
     n = buf[pos]
@@ -1127,9 +1406,9 @@ def _encode_ShareFetchResponseAcquiredRecords_v0(o: ShareFetchResponseAcquiredRe
 
 
 def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponsePartitionData, int]:
-    o = _new(ShareFetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(ShareFetchResponsePartitionData)
     o.partition_index, o.error_code = _S8.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1195,8 +1474,29 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
         lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
         app_acquired_records = lst_acquired_records.append
         for _ in range(n):
-            x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
-            app_acquired_records(x_acquired_records)
+            e_acquired_records = _new(ShareFetchResponseAcquiredRecords)
+            e_acquired_records.first_offset, e_acquired_records.last_offset, e_acquired_records.delivery_count = _S7.unpack_from(buf, pos)
+            pos += 18
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_acquired_records.unknown_tagged_fields = ()
+            else:
+                unknown_e_acquired_records = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_acquired_records.append((tag, buf[pos:end]))
+                        pos = end
+                e_acquired_records.unknown_tagged_fields = tuple(unknown_e_acquired_records)
+            app_acquired_records(e_acquired_records)
         o.acquired_records = lst_acquired_records
     n = buf[pos]
     if n < 0x80:
@@ -1271,7 +1571,11 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
         else:
             _write_uvarint(out, m)
         for e_acquired_records in x_acquired_records:
-            _encode_ShareFetchResponseAcquiredRecords_v0(e_acquired_records, out)
+            out += _S7.pack(e_acquired_records.first_offset, e_acquired_records.last_offset, e_acquired_records.delivery_count)
+            if e_acquired_records.unknown_tagged_fields:
+                _write_tagged(out, [], e_acquired_records.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1279,9 +1583,9 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
 
 
 def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[ShareFetchResponsePartitionData, int]:
-    o = _new(ShareFetchResponsePartitionData)
     blen = len(buf)
     mv = memoryview(buf)
+    o = _new(ShareFetchResponsePartitionData)
     o.partition_index, o.error_code = _S8.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1347,8 +1651,29 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
         lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
         app_acquired_records = lst_acquired_records.append
         for _ in range(n):
-            x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
-            app_acquired_records(x_acquired_records)
+            e_acquired_records = _new(ShareFetchResponseAcquiredRecords)
+            e_acquired_records.first_offset, e_acquired_records.last_offset, e_acquired_records.delivery_count = _S7.unpack_from(buf, pos)
+            pos += 18
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_acquired_records.unknown_tagged_fields = ()
+            else:
+                unknown_e_acquired_records = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_acquired_records.append((tag, buf[pos:end]))
+                        pos = end
+                e_acquired_records.unknown_tagged_fields = tuple(unknown_e_acquired_records)
+            app_acquired_records(e_acquired_records)
         o.acquired_records = lst_acquired_records
     n = buf[pos]
     if n < 0x80:
@@ -1423,7 +1748,11 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
         else:
             _write_uvarint(out, m)
         for e_acquired_records in x_acquired_records:
-            _encode_ShareFetchResponseAcquiredRecords_v0(e_acquired_records, out)
+            out += _S7.pack(e_acquired_records.first_offset, e_acquired_records.last_offset, e_acquired_records.delivery_count)
+            if e_acquired_records.unknown_tagged_fields:
+                _write_tagged(out, [], e_acquired_records.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1431,11 +1760,11 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
 
 
 def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponseShareFetchableTopicResponse, int]:
-    o = _new(ShareFetchResponseShareFetchableTopicResponse)
     blen = len(buf)
+    o = _new(ShareFetchResponseShareFetchableTopicResponse)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1495,11 +1824,11 @@ def _encode_ShareFetchResponseShareFetchableTopicResponse_v0(o: ShareFetchRespon
 
 
 def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchResponseShareFetchableTopicResponse, int]:
-    o = _new(ShareFetchResponseShareFetchableTopicResponse)
     blen = len(buf)
+    o = _new(ShareFetchResponseShareFetchableTopicResponse)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1559,8 +1888,8 @@ def _encode_ShareFetchResponseShareFetchableTopicResponse_v1(o: ShareFetchRespon
 
 
 def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponseNodeEndpoint, int]:
-    o = _new(ShareFetchResponseNodeEndpoint)
     blen = len(buf)
+    o = _new(ShareFetchResponseNodeEndpoint)
     o.node_id, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1655,8 +1984,8 @@ def _encode_ShareFetchResponseNodeEndpoint_v0(o: ShareFetchResponseNodeEndpoint,
 
 
 def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchResponse, int]:
-    o = _new(ShareFetchResponse)
     blen = len(buf)
+    o = _new(ShareFetchResponse)
     o.acquisition_lock_timeout_ms = 0
     o.throttle_time_ms, o.error_code = _S8.unpack_from(buf, pos)
     pos += 6
@@ -1707,8 +2036,63 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
         lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
-            app_node_endpoints(x_node_endpoints)
+            e_node_endpoints = _new(ShareFetchResponseNodeEndpoint)
+            e_node_endpoints.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_node_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_node_endpoints.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_node_endpoints.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_node_endpoints.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_node_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_node_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+            app_node_endpoints(e_node_endpoints)
         o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -1770,7 +2154,38 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
-            _encode_ShareFetchResponseNodeEndpoint_v0(e_node_endpoints, out)
+            out += _S2.pack(e_node_endpoints.node_id)
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_node_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_host
+            out += _S2.pack(e_node_endpoints.port)
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
+                out.append(0)
+            else:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=0)
+                m = len(b_node_endpoints_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_rack
+            if e_node_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1778,8 +2193,8 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, out: bytearray) -> None
 
 
 def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchResponse, int]:
-    o = _new(ShareFetchResponse)
     blen = len(buf)
+    o = _new(ShareFetchResponse)
     o.throttle_time_ms, o.error_code = _S8.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1831,8 +2246,63 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
         lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
         for _ in range(n):
-            x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
-            app_node_endpoints(x_node_endpoints)
+            e_node_endpoints = _new(ShareFetchResponseNodeEndpoint)
+            e_node_endpoints.node_id, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_node_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_node_endpoints.port, = _S2.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_node_endpoints.rack = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Rack is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Rack')
+                e_node_endpoints.rack = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_node_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_node_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+            app_node_endpoints(e_node_endpoints)
         o.node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -1893,7 +2363,38 @@ def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_node_endpoints in x_node_endpoints:
-            _encode_ShareFetchResponseNodeEndpoint_v0(e_node_endpoints, out)
+            out += _S2.pack(e_node_endpoints.node_id)
+            x_node_endpoints_host = e_node_endpoints.host
+            if x_node_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_node_endpoints_host = x_node_endpoints_host.encode()
+                if len(b_node_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                m = len(b_node_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_host
+            out += _S2.pack(e_node_endpoints.port)
+            x_node_endpoints_rack = e_node_endpoints.rack
+            if x_node_endpoints_rack is None:
+                out.append(0)
+            else:
+                b_node_endpoints_rack = x_node_endpoints_rack.encode()
+                if len(b_node_endpoints_rack) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Rack is too long', version=1)
+                m = len(b_node_endpoints_rack) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_node_endpoints_rack
+            if e_node_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -128,8 +138,8 @@ class ShareGroupDescribeResponse(Message):
 
 
 def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[ShareGroupDescribeRequest, int]:
-    o = _new(ShareGroupDescribeRequest)
     blen = len(buf)
+    o = _new(ShareGroupDescribeRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -212,11 +222,11 @@ def _encode_ShareGroupDescribeRequest_v0(o: ShareGroupDescribeRequest, out: byte
 
 
 def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: int) -> tuple[ShareGroupDescribeResponseTopicPartitions, int]:
-    o = _new(ShareGroupDescribeResponseTopicPartitions)
     blen = len(buf)
+    o = _new(ShareGroupDescribeResponseTopicPartitions)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -242,9 +252,12 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: int) -
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -301,8 +314,8 @@ def _encode_ShareGroupDescribeResponseTopicPartitions_v0(o: ShareGroupDescribeRe
 
 
 def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tuple[ShareGroupDescribeResponseAssignment, int]:
-    o = _new(ShareGroupDescribeResponseAssignment)
     blen = len(buf)
+    o = _new(ShareGroupDescribeResponseAssignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -317,8 +330,62 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tup
         lst_topic_partitions: list[ShareGroupDescribeResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ShareGroupDescribeResponseTopicPartitions)
+            u_topic_id_raw, = _S1.unpack_from(buf, pos)
+            pos += 16
+            e_topic_partitions.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_topic_partitions.topic_name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_partitions.unknown_tagged_fields = tuple(unknown_e_topic_partitions)
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
@@ -353,7 +420,35 @@ def _encode_ShareGroupDescribeResponseAssignment_v0(o: ShareGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            _encode_ShareGroupDescribeResponseTopicPartitions_v0(e_topic_partitions, out)
+            out += _S1.pack(e_topic_partitions.topic_id.bytes)
+            x_topic_partitions_topic_name = e_topic_partitions.topic_name
+            if x_topic_partitions_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_topic_partitions_topic_name = x_topic_partitions_topic_name.encode()
+                if len(b_topic_partitions_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                m = len(b_topic_partitions_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topic_partitions_topic_name
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -361,8 +456,8 @@ def _encode_ShareGroupDescribeResponseAssignment_v0(o: ShareGroupDescribeRespons
 
 
 def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[ShareGroupDescribeResponseMember, int]:
-    o = _new(ShareGroupDescribeResponseMember)
     blen = len(buf)
+    o = _new(ShareGroupDescribeResponseMember)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -563,8 +658,8 @@ def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMem
 
 
 def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) -> tuple[ShareGroupDescribeResponseDescribedGroup, int]:
-    o = _new(ShareGroupDescribeResponseDescribedGroup)
     blen = len(buf)
+    o = _new(ShareGroupDescribeResponseDescribedGroup)
     o.error_code, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -748,8 +843,8 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
 
 
 def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[ShareGroupDescribeResponse, int]:
-    o = _new(ShareGroupDescribeResponse)
     blen = len(buf)
+    o = _new(ShareGroupDescribeResponse)
     o.throttle_time_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

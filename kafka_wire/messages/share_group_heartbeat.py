@@ -13,10 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    ARRAY_STRUCTS,
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -94,8 +104,8 @@ class ShareGroupHeartbeatResponse(Message):
 
 
 def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[ShareGroupHeartbeatRequest, int]:
-    o = _new(ShareGroupHeartbeatRequest)
     blen = len(buf)
+    o = _new(ShareGroupHeartbeatRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -265,11 +275,11 @@ def _encode_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, out: by
 
 
 def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: int) -> tuple[ShareGroupHeartbeatResponseTopicPartitions, int]:
-    o = _new(ShareGroupHeartbeatResponseTopicPartitions)
     blen = len(buf)
+    o = _new(ShareGroupHeartbeatResponseTopicPartitions)
     u_topic_id_raw, = _S1.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -279,9 +289,12 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: int) 
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -325,8 +338,8 @@ def _encode_ShareGroupHeartbeatResponseTopicPartitions_v0(o: ShareGroupHeartbeat
 
 
 def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tuple[ShareGroupHeartbeatResponseAssignment, int]:
-    o = _new(ShareGroupHeartbeatResponseAssignment)
     blen = len(buf)
+    o = _new(ShareGroupHeartbeatResponseAssignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -341,8 +354,46 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tu
         lst_topic_partitions: list[ShareGroupHeartbeatResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
         for _ in range(n):
-            x_topic_partitions, pos = _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
-            app_topic_partitions(x_topic_partitions)
+            e_topic_partitions = _new(ShareGroupHeartbeatResponseTopicPartitions)
+            u_topic_id_raw, = _S1.unpack_from(buf, pos)
+            pos += 16
+            e_topic_partitions.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_topic_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_topic_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_partitions.unknown_tagged_fields = tuple(unknown_e_topic_partitions)
+            app_topic_partitions(e_topic_partitions)
         o.topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
@@ -377,7 +428,22 @@ def _encode_ShareGroupHeartbeatResponseAssignment_v0(o: ShareGroupHeartbeatRespo
         else:
             _write_uvarint(out, m)
         for e_topic_partitions in x_topic_partitions:
-            _encode_ShareGroupHeartbeatResponseTopicPartitions_v0(e_topic_partitions, out)
+            out += _S1.pack(e_topic_partitions.topic_id.bytes)
+            x_topic_partitions_partitions = e_topic_partitions.partitions
+            if x_topic_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_topic_partitions_partitions = len(x_topic_partitions_partitions)
+                m = k_topic_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topic_partitions_partitions] if k_topic_partitions_partitions < 64 else _Struct(f'>{k_topic_partitions_partitions}i')).pack(*x_topic_partitions_partitions)
+            if e_topic_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -385,8 +451,8 @@ def _encode_ShareGroupHeartbeatResponseAssignment_v0(o: ShareGroupHeartbeatRespo
 
 
 def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[ShareGroupHeartbeatResponse, int]:
-    o = _new(ShareGroupHeartbeatResponse)
     blen = len(buf)
+    o = _new(ShareGroupHeartbeatResponse)
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

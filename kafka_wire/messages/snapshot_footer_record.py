@@ -30,8 +30,8 @@ class SnapshotFooterRecord(Message):
 
 
 def _decode_SnapshotFooterRecord_v0(buf: bytes, pos: int) -> tuple[SnapshotFooterRecord, int]:
-    o = _new(SnapshotFooterRecord)
     blen = len(buf)
+    o = _new(SnapshotFooterRecord)
     o.version, = _S0.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]

@@ -32,8 +32,8 @@ class SnapshotHeaderRecord(Message):
 
 
 def _decode_SnapshotHeaderRecord_v0(buf: bytes, pos: int) -> tuple[SnapshotHeaderRecord, int]:
-    o = _new(SnapshotHeaderRecord)
     blen = len(buf)
+    o = _new(SnapshotHeaderRecord)
     o.version, o.last_contained_log_timestamp = _S0.unpack_from(buf, pos)
     pos += 10
     n = buf[pos]

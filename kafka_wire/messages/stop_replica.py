@@ -29,8 +29,8 @@ from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
 _S0 = _Struct('>ii?')
-_S1 = _Struct('>h')
-_S2 = _Struct('>i')
+_S1 = _Struct('>i')
+_S2 = _Struct('>h')
 _S3 = _Struct('>ii?i')
 _S4 = _Struct('>iiq?i')
 _S5 = _Struct('>iiq?')
@@ -143,8 +143,8 @@ class StopReplicaResponse(Message):
 
 
 def _decode_StopReplicaRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequestPartitionState, int]:
-    o = _new(StopReplicaRequestPartitionState)
     blen = len(buf)
+    o = _new(StopReplicaRequestPartitionState)
     o.partition_index, o.leader_epoch, o.delete_partition = _S0.unpack_from(buf, pos)
     pos += 9
     n = buf[pos]
@@ -178,8 +178,8 @@ def _encode_StopReplicaRequestPartitionState_v3(o: StopReplicaRequestPartitionSt
 
 
 def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequestTopicState, int]:
-    o = _new(StopReplicaRequestTopicState)
     blen = len(buf)
+    o = _new(StopReplicaRequestTopicState)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -210,8 +210,29 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
         lst_partition_states: list[StopReplicaRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_StopReplicaRequestPartitionState_v3(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(StopReplicaRequestPartitionState)
+            e_partition_states.partition_index, e_partition_states.leader_epoch, e_partition_states.delete_partition = _S0.unpack_from(buf, pos)
+            pos += 9
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_states.unknown_tagged_fields = tuple(unknown_e_partition_states)
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
@@ -259,7 +280,11 @@ def _encode_StopReplicaRequestTopicState_v3(o: StopReplicaRequestTopicState, out
         else:
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
-            _encode_StopReplicaRequestPartitionState_v3(e_partition_states, out)
+            out += _S0.pack(e_partition_states.partition_index, e_partition_states.leader_epoch, e_partition_states.delete_partition)
+            if e_partition_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -267,28 +292,29 @@ def _encode_StopReplicaRequestTopicState_v3(o: StopReplicaRequestTopicState, out
 
 
 def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: int) -> tuple[StopReplicaRequestTopicV1, int]:
-    o = _new(StopReplicaRequestTopicV1)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(StopReplicaRequestTopicV1)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n, = _S1.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -302,7 +328,7 @@ def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, out: byte
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=1)
-        out += _S1.pack(len(b_name))
+        out += _S2.pack(len(b_name))
         out += b_name
     x_partition_indexes = o.partition_indexes
     if x_partition_indexes is None:
@@ -315,8 +341,8 @@ def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, out: byte
 
 
 def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequestTopicV1, int]:
-    o = _new(StopReplicaRequestTopicV1)
     blen = len(buf)
+    o = _new(StopReplicaRequestTopicV1)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -342,9 +368,12 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopRepl
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -400,21 +429,19 @@ def _encode_StopReplicaRequestTopicV1_v2(o: StopReplicaRequestTopicV1, out: byte
 
 
 def _decode_StopReplicaRequestPartitionV0_v0(buf: bytes, pos: int) -> tuple[StopReplicaRequestPartitionV0, int]:
-    o = _new(StopReplicaRequestPartitionV0)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(StopReplicaRequestPartitionV0)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index, = _S2.unpack_from(buf, pos)
+    o.partition_index, = _S1.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -428,16 +455,16 @@ def _encode_StopReplicaRequestPartitionV0_v0(o: StopReplicaRequestPartitionV0, o
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S1.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
-    out += _S2.pack(o.partition_index)
+    out += _S1.pack(o.partition_index)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_StopReplicaRequest_v0(buf: bytes, pos: int) -> tuple[StopReplicaRequest, int]:
-    o = _new(StopReplicaRequest)
     blen = len(buf)
+    o = _new(StopReplicaRequest)
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.topic_states = []
@@ -452,8 +479,21 @@ def _decode_StopReplicaRequest_v0(buf: bytes, pos: int) -> tuple[StopReplicaRequ
         lst_ungrouped_partitions: list[StopReplicaRequestPartitionV0] = []
         app_ungrouped_partitions = lst_ungrouped_partitions.append
         for _ in range(n):
-            x_ungrouped_partitions, pos = _decode_StopReplicaRequestPartitionV0_v0(buf, pos)
-            app_ungrouped_partitions(x_ungrouped_partitions)
+            e_ungrouped_partitions = _new(StopReplicaRequestPartitionV0)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partitions.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partitions.partition_index, = _S1.unpack_from(buf, pos)
+            pos += 4
+            e_ungrouped_partitions.unknown_tagged_fields = ()
+            app_ungrouped_partitions(e_ungrouped_partitions)
         o.ungrouped_partitions = lst_ungrouped_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -471,16 +511,27 @@ def _encode_StopReplicaRequest_v0(o: StopReplicaRequest, out: bytearray) -> None
     if x_ungrouped_partitions is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitions is None', version=0)
     else:
-        out += _S2.pack(len(x_ungrouped_partitions))
+        out += _S1.pack(len(x_ungrouped_partitions))
         for e_ungrouped_partitions in x_ungrouped_partitions:
-            _encode_StopReplicaRequestPartitionV0_v0(e_ungrouped_partitions, out)
+            x_ungrouped_partitions_topic_name = e_ungrouped_partitions.topic_name
+            if x_ungrouped_partitions_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_ungrouped_partitions_topic_name = x_ungrouped_partitions_topic_name.encode()
+                if len(b_ungrouped_partitions_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                out += _S2.pack(len(b_ungrouped_partitions_topic_name))
+                out += b_ungrouped_partitions_topic_name
+            out += _S1.pack(e_ungrouped_partitions.partition_index)
+            if e_ungrouped_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_StopReplicaRequest_v1(buf: bytes, pos: int) -> tuple[StopReplicaRequest, int]:
-    o = _new(StopReplicaRequest)
     blen = len(buf)
+    o = _new(StopReplicaRequest)
     o.is_k_raft_controller = False
     o.topic_states = []
     o.ungrouped_partitions = []
@@ -494,8 +545,31 @@ def _decode_StopReplicaRequest_v1(buf: bytes, pos: int) -> tuple[StopReplicaRequ
         lst_topics: list[StopReplicaRequestTopicV1] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_StopReplicaRequestTopicV1_v1(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(StopReplicaRequestTopicV1)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n, = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
     o.unknown_tagged_fields = ()
     return o, pos
@@ -513,16 +587,32 @@ def _encode_StopReplicaRequest_v1(o: StopReplicaRequest, out: bytearray) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        out += _S2.pack(len(x_topics))
+        out += _S1.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_StopReplicaRequestTopicV1_v1(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                out += _S2.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequest, int]:
-    o = _new(StopReplicaRequest)
     blen = len(buf)
+    o = _new(StopReplicaRequest)
     o.is_k_raft_controller = False
     o.topic_states = []
     o.ungrouped_partitions = []
@@ -542,8 +632,59 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
         lst_topics: list[StopReplicaRequestTopicV1] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_StopReplicaRequestTopicV1_v2(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(StopReplicaRequestTopicV1)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     n = buf[pos]
     if n < 0x80:
@@ -585,7 +726,34 @@ def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, out: bytearray) -> None
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_StopReplicaRequestTopicV1_v2(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -593,8 +761,8 @@ def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, out: bytearray) -> None
 
 
 def _decode_StopReplicaRequest_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequest, int]:
-    o = _new(StopReplicaRequest)
     blen = len(buf)
+    o = _new(StopReplicaRequest)
     o.is_k_raft_controller = False
     o.delete_partitions = False
     o.topics = []
@@ -668,8 +836,8 @@ def _encode_StopReplicaRequest_v3(o: StopReplicaRequest, out: bytearray) -> None
 
 
 def _decode_StopReplicaRequest_v4(buf: bytes, pos: int) -> tuple[StopReplicaRequest, int]:
-    o = _new(StopReplicaRequest)
     blen = len(buf)
+    o = _new(StopReplicaRequest)
     o.delete_partitions = False
     o.topics = []
     o.ungrouped_partitions = []
@@ -740,15 +908,13 @@ def _encode_StopReplicaRequest_v4(o: StopReplicaRequest, out: bytearray) -> None
 
 
 def _decode_StopReplicaResponsePartitionError_v0(buf: bytes, pos: int) -> tuple[StopReplicaResponsePartitionError, int]:
-    o = _new(StopReplicaResponsePartitionError)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(StopReplicaResponsePartitionError)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
@@ -768,7 +934,7 @@ def _encode_StopReplicaResponsePartitionError_v0(o: StopReplicaResponsePartition
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S1.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     out += _S8.pack(o.partition_index, o.error_code)
     if o.unknown_tagged_fields:
@@ -776,8 +942,8 @@ def _encode_StopReplicaResponsePartitionError_v0(o: StopReplicaResponsePartition
 
 
 def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: int) -> tuple[StopReplicaResponsePartitionError, int]:
-    o = _new(StopReplicaResponsePartitionError)
     blen = len(buf)
+    o = _new(StopReplicaResponsePartitionError)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -840,8 +1006,8 @@ def _encode_StopReplicaResponsePartitionError_v2(o: StopReplicaResponsePartition
 
 
 def _decode_StopReplicaResponse_v0(buf: bytes, pos: int) -> tuple[StopReplicaResponse, int]:
-    o = _new(StopReplicaResponse)
     blen = len(buf)
+    o = _new(StopReplicaResponse)
     o.error_code, n = _S9.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -852,30 +1018,54 @@ def _decode_StopReplicaResponse_v0(buf: bytes, pos: int) -> tuple[StopReplicaRes
         lst_partition_errors: list[StopReplicaResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v0(buf, pos)
-            app_partition_errors(x_partition_errors)
+            e_partition_errors = _new(StopReplicaResponsePartitionError)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_partition_errors.topic_name = buf[pos:end].decode()
+                pos = end
+            e_partition_errors.partition_index, e_partition_errors.error_code = _S8.unpack_from(buf, pos)
+            pos += 6
+            e_partition_errors.unknown_tagged_fields = ()
+            app_partition_errors(e_partition_errors)
         o.partition_errors = lst_partition_errors
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_StopReplicaResponse_v0(o: StopReplicaResponse, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_partition_errors = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=0)
     else:
-        out += _S2.pack(len(x_partition_errors))
+        out += _S1.pack(len(x_partition_errors))
         for e_partition_errors in x_partition_errors:
-            _encode_StopReplicaResponsePartitionError_v0(e_partition_errors, out)
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                out += _S2.pack(len(b_partition_errors_topic_name))
+                out += b_partition_errors_topic_name
+            out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
+            if e_partition_errors.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaResponse, int]:
-    o = _new(StopReplicaResponse)
     blen = len(buf)
-    o.error_code, = _S1.unpack_from(buf, pos)
+    o = _new(StopReplicaResponse)
+    o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -891,8 +1081,45 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
         lst_partition_errors: list[StopReplicaResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
         for _ in range(n):
-            x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v2(buf, pos)
-            app_partition_errors(x_partition_errors)
+            e_partition_errors = _new(StopReplicaResponsePartitionError)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field TopicName is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_partition_errors.topic_name = buf[pos:end].decode()
+                pos = end
+            e_partition_errors.partition_index, e_partition_errors.error_code = _S8.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_errors.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_errors = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_errors.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_errors.unknown_tagged_fields = tuple(unknown_e_partition_errors)
+            app_partition_errors(e_partition_errors)
         o.partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
@@ -917,7 +1144,7 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
 
 
 def _encode_StopReplicaResponse_v2(o: StopReplicaResponse, out: bytearray) -> None:
-    out += _S1.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     x_partition_errors = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=2)
@@ -928,7 +1155,24 @@ def _encode_StopReplicaResponse_v2(o: StopReplicaResponse, out: bytearray) -> No
         else:
             _write_uvarint(out, m)
         for e_partition_errors in x_partition_errors:
-            _encode_StopReplicaResponsePartitionError_v2(e_partition_errors, out)
+            x_partition_errors_topic_name = e_partition_errors.topic_name
+            if x_partition_errors_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
+            else:
+                b_partition_errors_topic_name = x_partition_errors_topic_name.encode()
+                if len(b_partition_errors_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=2)
+                m = len(b_partition_errors_topic_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partition_errors_topic_name
+            out += _S8.pack(e_partition_errors.partition_index, e_partition_errors.error_code)
+            if e_partition_errors.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_errors.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

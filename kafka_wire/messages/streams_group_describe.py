@@ -297,8 +297,8 @@ class StreamsGroupDescribeResponse(Message):
 
 
 def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeRequest, int]:
-    o = _new(StreamsGroupDescribeRequest)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeRequest)
     o.include_topology_description = False
     n = buf[pos]
     if n < 0x80:
@@ -384,8 +384,8 @@ def _encode_StreamsGroupDescribeRequest_v0(o: StreamsGroupDescribeRequest, out: 
 
 
 def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeRequest, int]:
-    o = _new(StreamsGroupDescribeRequest)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -468,8 +468,8 @@ def _encode_StreamsGroupDescribeRequest_v1(o: StreamsGroupDescribeRequest, out: 
 
 
 def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseKeyValue, int]:
-    o = _new(StreamsGroupDescribeResponseKeyValue)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseKeyValue)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -558,8 +558,8 @@ def _encode_StreamsGroupDescribeResponseKeyValue_v0(o: StreamsGroupDescribeRespo
 
 
 def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTopicInfo, int]:
-    o = _new(StreamsGroupDescribeResponseTopicInfo)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTopicInfo)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -592,8 +592,59 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
         lst_topic_configs: list[StreamsGroupDescribeResponseKeyValue] = []
         app_topic_configs = lst_topic_configs.append
         for _ in range(n):
-            x_topic_configs, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
-            app_topic_configs(x_topic_configs)
+            e_topic_configs = _new(StreamsGroupDescribeResponseKeyValue)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_topic_configs.key = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Value was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_topic_configs.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_configs.unknown_tagged_fields = tuple(unknown_e_topic_configs)
+            app_topic_configs(e_topic_configs)
         o.topic_configs = lst_topic_configs
     n = buf[pos]
     if n < 0x80:
@@ -642,7 +693,36 @@ def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResp
         else:
             _write_uvarint(out, m)
         for e_topic_configs in x_topic_configs:
-            _encode_StreamsGroupDescribeResponseKeyValue_v0(e_topic_configs, out)
+            x_topic_configs_key = e_topic_configs.key
+            if x_topic_configs_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
+            else:
+                b_topic_configs_key = x_topic_configs_key.encode()
+                if len(b_topic_configs_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=0)
+                m = len(b_topic_configs_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topic_configs_key
+            x_topic_configs_value = e_topic_configs.value
+            if x_topic_configs_value is None:
+                raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
+            else:
+                b_topic_configs_value = x_topic_configs_value.encode()
+                if len(b_topic_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                m = len(b_topic_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topic_configs_value
+            if e_topic_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -650,8 +730,8 @@ def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResp
 
 
 def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseSubtopology, int]:
-    o = _new(StreamsGroupDescribeResponseSubtopology)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseSubtopology)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -865,8 +945,8 @@ def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeRe
 
 
 def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTopology, int]:
-    o = _new(StreamsGroupDescribeResponseTopology)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTopology)
     o.epoch, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -928,8 +1008,8 @@ def _encode_StreamsGroupDescribeResponseTopology_v0(o: StreamsGroupDescribeRespo
 
 
 def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseEndpoint, int]:
-    o = _new(StreamsGroupDescribeResponseEndpoint)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseEndpoint)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -992,8 +1072,8 @@ def _encode_StreamsGroupDescribeResponseEndpoint_v0(o: StreamsGroupDescribeRespo
 
 
 def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTaskOffset, int]:
-    o = _new(StreamsGroupDescribeResponseTaskOffset)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTaskOffset)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1056,8 +1136,8 @@ def _encode_StreamsGroupDescribeResponseTaskOffset_v0(o: StreamsGroupDescribeRes
 
 
 def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTaskIds, int]:
-    o = _new(StreamsGroupDescribeResponseTaskIds)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTaskIds)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1083,9 +1163,12 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1141,8 +1224,8 @@ def _encode_StreamsGroupDescribeResponseTaskIds_v0(o: StreamsGroupDescribeRespon
 
 
 def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseAssignment, int]:
-    o = _new(StreamsGroupDescribeResponseAssignment)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseAssignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1157,8 +1240,59 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
         lst_active_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
         app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x_active_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
-            app_active_tasks(x_active_tasks)
+            e_active_tasks = _new(StreamsGroupDescribeResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_active_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_active_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_active_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_active_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_active_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_active_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_active_tasks.unknown_tagged_fields = tuple(unknown_e_active_tasks)
+            app_active_tasks(e_active_tasks)
         o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
@@ -1174,8 +1308,59 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
         lst_standby_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x_standby_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
-            app_standby_tasks(x_standby_tasks)
+            e_standby_tasks = _new(StreamsGroupDescribeResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_standby_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_standby_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_standby_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_standby_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_standby_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_standby_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_standby_tasks.unknown_tagged_fields = tuple(unknown_e_standby_tasks)
+            app_standby_tasks(e_standby_tasks)
         o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
@@ -1191,8 +1376,59 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
         lst_warmup_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x_warmup_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
-            app_warmup_tasks(x_warmup_tasks)
+            e_warmup_tasks = _new(StreamsGroupDescribeResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_warmup_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_warmup_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_warmup_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_warmup_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_warmup_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_warmup_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_warmup_tasks.unknown_tagged_fields = tuple(unknown_e_warmup_tasks)
+            app_warmup_tasks(e_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
     n = buf[pos]
     if n < 0x80:
@@ -1227,7 +1463,34 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            _encode_StreamsGroupDescribeResponseTaskIds_v0(e_active_tasks, out)
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_active_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
+            if e_active_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_standby_tasks = o.standby_tasks
     if x_standby_tasks is None:
         raise ValueOutOfRangeError('non-nullable field StandbyTasks is None', version=0)
@@ -1238,7 +1501,34 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            _encode_StreamsGroupDescribeResponseTaskIds_v0(e_standby_tasks, out)
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_standby_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
+            if e_standby_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_warmup_tasks = o.warmup_tasks
     if x_warmup_tasks is None:
         raise ValueOutOfRangeError('non-nullable field WarmupTasks is None', version=0)
@@ -1249,7 +1539,34 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            _encode_StreamsGroupDescribeResponseTaskIds_v0(e_warmup_tasks, out)
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_warmup_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
+            if e_warmup_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1257,8 +1574,8 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
 
 
 def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseMember, int]:
-    o = _new(StreamsGroupDescribeResponseMember)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseMember)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1379,8 +1696,59 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
         lst_client_tags: list[StreamsGroupDescribeResponseKeyValue] = []
         app_client_tags = lst_client_tags.append
         for _ in range(n):
-            x_client_tags, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
-            app_client_tags(x_client_tags)
+            e_client_tags = _new(StreamsGroupDescribeResponseKeyValue)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_client_tags.key = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Value was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_client_tags.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_client_tags.unknown_tagged_fields = ()
+            else:
+                unknown_e_client_tags = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_client_tags.append((tag, buf[pos:end]))
+                        pos = end
+                e_client_tags.unknown_tagged_fields = tuple(unknown_e_client_tags)
+            app_client_tags(e_client_tags)
         o.client_tags = lst_client_tags
     n = buf[pos]
     if n < 0x80:
@@ -1396,8 +1764,45 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
         lst_task_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
         app_task_offsets = lst_task_offsets.append
         for _ in range(n):
-            x_task_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
-            app_task_offsets(x_task_offsets)
+            e_task_offsets = _new(StreamsGroupDescribeResponseTaskOffset)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_task_offsets.subtopology_id = buf[pos:end].decode()
+                pos = end
+            e_task_offsets.partition, e_task_offsets.offset = _S5.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_task_offsets.unknown_tagged_fields = ()
+            else:
+                unknown_e_task_offsets = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_task_offsets.append((tag, buf[pos:end]))
+                        pos = end
+                e_task_offsets.unknown_tagged_fields = tuple(unknown_e_task_offsets)
+            app_task_offsets(e_task_offsets)
         o.task_offsets = lst_task_offsets
     n = buf[pos]
     if n < 0x80:
@@ -1413,8 +1818,45 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
         lst_task_end_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
         app_task_end_offsets = lst_task_end_offsets.append
         for _ in range(n):
-            x_task_end_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
-            app_task_end_offsets(x_task_end_offsets)
+            e_task_end_offsets = _new(StreamsGroupDescribeResponseTaskOffset)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_task_end_offsets.subtopology_id = buf[pos:end].decode()
+                pos = end
+            e_task_end_offsets.partition, e_task_end_offsets.offset = _S5.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_task_end_offsets.unknown_tagged_fields = ()
+            else:
+                unknown_e_task_end_offsets = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_task_end_offsets.append((tag, buf[pos:end]))
+                        pos = end
+                e_task_end_offsets.unknown_tagged_fields = tuple(unknown_e_task_end_offsets)
+            app_task_end_offsets(e_task_end_offsets)
         o.task_end_offsets = lst_task_end_offsets
     o.assignment, pos = _decode_StreamsGroupDescribeResponseAssignment_v0(buf, pos)
     o.target_assignment, pos = _decode_StreamsGroupDescribeResponseAssignment_v0(buf, pos)
@@ -1539,7 +1981,36 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_client_tags in x_client_tags:
-            _encode_StreamsGroupDescribeResponseKeyValue_v0(e_client_tags, out)
+            x_client_tags_key = e_client_tags.key
+            if x_client_tags_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
+            else:
+                b_client_tags_key = x_client_tags_key.encode()
+                if len(b_client_tags_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=0)
+                m = len(b_client_tags_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_client_tags_key
+            x_client_tags_value = e_client_tags.value
+            if x_client_tags_value is None:
+                raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
+            else:
+                b_client_tags_value = x_client_tags_value.encode()
+                if len(b_client_tags_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                m = len(b_client_tags_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_client_tags_value
+            if e_client_tags.unknown_tagged_fields:
+                _write_tagged(out, [], e_client_tags.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_task_offsets = o.task_offsets
     if x_task_offsets is None:
         raise ValueOutOfRangeError('non-nullable field TaskOffsets is None', version=0)
@@ -1550,7 +2021,24 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_task_offsets in x_task_offsets:
-            _encode_StreamsGroupDescribeResponseTaskOffset_v0(e_task_offsets, out)
+            x_task_offsets_subtopology_id = e_task_offsets.subtopology_id
+            if x_task_offsets_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_task_offsets_subtopology_id = x_task_offsets_subtopology_id.encode()
+                if len(b_task_offsets_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_task_offsets_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_task_offsets_subtopology_id
+            out += _S5.pack(e_task_offsets.partition, e_task_offsets.offset)
+            if e_task_offsets.unknown_tagged_fields:
+                _write_tagged(out, [], e_task_offsets.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_task_end_offsets = o.task_end_offsets
     if x_task_end_offsets is None:
         raise ValueOutOfRangeError('non-nullable field TaskEndOffsets is None', version=0)
@@ -1561,7 +2049,24 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _write_uvarint(out, m)
         for e_task_end_offsets in x_task_end_offsets:
-            _encode_StreamsGroupDescribeResponseTaskOffset_v0(e_task_end_offsets, out)
+            x_task_end_offsets_subtopology_id = e_task_end_offsets.subtopology_id
+            if x_task_end_offsets_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_task_end_offsets_subtopology_id = x_task_end_offsets_subtopology_id.encode()
+                if len(b_task_end_offsets_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_task_end_offsets_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_task_end_offsets_subtopology_id
+            out += _S5.pack(e_task_end_offsets.partition, e_task_end_offsets.offset)
+            if e_task_end_offsets.unknown_tagged_fields:
+                _write_tagged(out, [], e_task_end_offsets.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     _encode_StreamsGroupDescribeResponseAssignment_v0(o.assignment, out)
     _encode_StreamsGroupDescribeResponseAssignment_v0(o.target_assignment, out)
     out += _S0.pack(o.is_classic)
@@ -1572,8 +2077,8 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionNode, int]:
-    o = _new(StreamsGroupDescribeResponseTopologyDescriptionNode)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTopologyDescriptionNode)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1812,8 +2317,8 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGro
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionSubtopology, int]:
-    o = _new(StreamsGroupDescribeResponseTopologyDescriptionSubtopology)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTopologyDescriptionSubtopology)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1901,8 +2406,8 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(o: Str
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore, int]:
-    o = _new(StreamsGroupDescribeResponseTopologyDescriptionGlobalStore)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTopologyDescriptionGlobalStore)
     o.source, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
     o.processor, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
     n = buf[pos]
@@ -1937,8 +2442,8 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(o: Str
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescription, int]:
-    o = _new(StreamsGroupDescribeResponseTopologyDescription)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseTopologyDescription)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2025,8 +2530,8 @@ def _encode_StreamsGroupDescribeResponseTopologyDescription_v1(o: StreamsGroupDe
 
 
 def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseDescribedGroup, int]:
-    o = _new(StreamsGroupDescribeResponseDescribedGroup)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseDescribedGroup)
     o.topology_description = None
     o.topology_description_status = 0
     o.assignor_name = None
@@ -2198,8 +2703,8 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
 
 
 def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponseDescribedGroup, int]:
-    o = _new(StreamsGroupDescribeResponseDescribedGroup)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponseDescribedGroup)
     o.error_code, = _S7.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
@@ -2406,8 +2911,8 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescrib
 
 
 def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    o = _new(StreamsGroupDescribeResponse)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponse)
     o.throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -2469,8 +2974,8 @@ def _encode_StreamsGroupDescribeResponse_v0(o: StreamsGroupDescribeResponse, out
 
 
 def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    o = _new(StreamsGroupDescribeResponse)
     blen = len(buf)
+    o = _new(StreamsGroupDescribeResponse)
     o.throttle_time_ms, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

@@ -294,8 +294,8 @@ class StreamsGroupHeartbeatResponse(Message):
 
 
 def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestKeyValue, int]:
-    o = _new(StreamsGroupHeartbeatRequestKeyValue)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestKeyValue)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -384,8 +384,8 @@ def _encode_StreamsGroupHeartbeatRequestKeyValue_v0(o: StreamsGroupHeartbeatRequ
 
 
 def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestTopicInfo, int]:
-    o = _new(StreamsGroupHeartbeatRequestTopicInfo)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestTopicInfo)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -418,8 +418,59 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
         lst_topic_configs: list[StreamsGroupHeartbeatRequestKeyValue] = []
         app_topic_configs = lst_topic_configs.append
         for _ in range(n):
-            x_topic_configs, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
-            app_topic_configs(x_topic_configs)
+            e_topic_configs = _new(StreamsGroupHeartbeatRequestKeyValue)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_topic_configs.key = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Value was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_topic_configs.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topic_configs.unknown_tagged_fields = ()
+            else:
+                unknown_e_topic_configs = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topic_configs.append((tag, buf[pos:end]))
+                        pos = end
+                e_topic_configs.unknown_tagged_fields = tuple(unknown_e_topic_configs)
+            app_topic_configs(e_topic_configs)
         o.topic_configs = lst_topic_configs
     n = buf[pos]
     if n < 0x80:
@@ -468,7 +519,36 @@ def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatReq
         else:
             _write_uvarint(out, m)
         for e_topic_configs in x_topic_configs:
-            _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e_topic_configs, out)
+            x_topic_configs_key = e_topic_configs.key
+            if x_topic_configs_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
+            else:
+                b_topic_configs_key = x_topic_configs_key.encode()
+                if len(b_topic_configs_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=0)
+                m = len(b_topic_configs_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topic_configs_key
+            x_topic_configs_value = e_topic_configs.value
+            if x_topic_configs_value is None:
+                raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
+            else:
+                b_topic_configs_value = x_topic_configs_value.encode()
+                if len(b_topic_configs_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                m = len(b_topic_configs_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topic_configs_value
+            if e_topic_configs.unknown_tagged_fields:
+                _write_tagged(out, [], e_topic_configs.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -476,8 +556,8 @@ def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatReq
 
 
 def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestCopartitionGroup, int]:
-    o = _new(StreamsGroupHeartbeatRequestCopartitionGroup)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestCopartitionGroup)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -487,9 +567,12 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     if n < 0:
         raise _invalid('non-nullable field SourceTopics was null')
     else:
-        if n * 2 > blen - pos:
-            raise _truncated('SourceTopics')
-        o.source_topics = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
+        if n < 64:
+            o.source_topics = [*_Ai16[n].unpack_from(buf, pos)]
+        else:
+            if n * 2 > blen - pos:
+                raise _truncated('SourceTopics')
+            o.source_topics = [*_Struct(f'>{n}h').unpack_from(buf, pos)]
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -500,9 +583,12 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     if n < 0:
         raise _invalid('non-nullable field SourceTopicRegex was null')
     else:
-        if n * 2 > blen - pos:
-            raise _truncated('SourceTopicRegex')
-        o.source_topic_regex = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
+        if n < 64:
+            o.source_topic_regex = [*_Ai16[n].unpack_from(buf, pos)]
+        else:
+            if n * 2 > blen - pos:
+                raise _truncated('SourceTopicRegex')
+            o.source_topic_regex = [*_Struct(f'>{n}h').unpack_from(buf, pos)]
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -513,9 +599,12 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     if n < 0:
         raise _invalid('non-nullable field RepartitionSourceTopics was null')
     else:
-        if n * 2 > blen - pos:
-            raise _truncated('RepartitionSourceTopics')
-        o.repartition_source_topics = list((_Ai16[n] if n < 64 else _Struct(f'>{n}h')).unpack_from(buf, pos))
+        if n < 64:
+            o.repartition_source_topics = [*_Ai16[n].unpack_from(buf, pos)]
+        else:
+            if n * 2 > blen - pos:
+                raise _truncated('RepartitionSourceTopics')
+            o.repartition_source_topics = [*_Struct(f'>{n}h').unpack_from(buf, pos)]
         pos += n * 2
     n = buf[pos]
     if n < 0x80:
@@ -580,8 +669,8 @@ def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeart
 
 
 def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestSubtopology, int]:
-    o = _new(StreamsGroupHeartbeatRequestSubtopology)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestSubtopology)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -736,8 +825,75 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
         lst_copartition_groups: list[StreamsGroupHeartbeatRequestCopartitionGroup] = []
         app_copartition_groups = lst_copartition_groups.append
         for _ in range(n):
-            x_copartition_groups, pos = _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf, pos)
-            app_copartition_groups(x_copartition_groups)
+            e_copartition_groups = _new(StreamsGroupHeartbeatRequestCopartitionGroup)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SourceTopics was null')
+            else:
+                if n < 64:
+                    e_copartition_groups.source_topics = [*_Ai16[n].unpack_from(buf, pos)]
+                else:
+                    if n * 2 > blen - pos:
+                        raise _truncated('SourceTopics')
+                    e_copartition_groups.source_topics = [*_Struct(f'>{n}h').unpack_from(buf, pos)]
+                pos += n * 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SourceTopicRegex was null')
+            else:
+                if n < 64:
+                    e_copartition_groups.source_topic_regex = [*_Ai16[n].unpack_from(buf, pos)]
+                else:
+                    if n * 2 > blen - pos:
+                        raise _truncated('SourceTopicRegex')
+                    e_copartition_groups.source_topic_regex = [*_Struct(f'>{n}h').unpack_from(buf, pos)]
+                pos += n * 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field RepartitionSourceTopics was null')
+            else:
+                if n < 64:
+                    e_copartition_groups.repartition_source_topics = [*_Ai16[n].unpack_from(buf, pos)]
+                else:
+                    if n * 2 > blen - pos:
+                        raise _truncated('RepartitionSourceTopics')
+                    e_copartition_groups.repartition_source_topics = [*_Struct(f'>{n}h').unpack_from(buf, pos)]
+                pos += n * 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_copartition_groups.unknown_tagged_fields = ()
+            else:
+                unknown_e_copartition_groups = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_copartition_groups.append((tag, buf[pos:end]))
+                        pos = end
+                e_copartition_groups.unknown_tagged_fields = tuple(unknown_e_copartition_groups)
+            app_copartition_groups(e_copartition_groups)
         o.copartition_groups = lst_copartition_groups
     n = buf[pos]
     if n < 0x80:
@@ -864,7 +1020,43 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
         else:
             _write_uvarint(out, m)
         for e_copartition_groups in x_copartition_groups:
-            _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(e_copartition_groups, out)
+            x_copartition_groups_source_topics = e_copartition_groups.source_topics
+            if x_copartition_groups_source_topics is None:
+                raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
+            else:
+                k_copartition_groups_source_topics = len(x_copartition_groups_source_topics)
+                m = k_copartition_groups_source_topics + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai16[k_copartition_groups_source_topics] if k_copartition_groups_source_topics < 64 else _Struct(f'>{k_copartition_groups_source_topics}h')).pack(*x_copartition_groups_source_topics)
+            x_copartition_groups_source_topic_regex = e_copartition_groups.source_topic_regex
+            if x_copartition_groups_source_topic_regex is None:
+                raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
+            else:
+                k_copartition_groups_source_topic_regex = len(x_copartition_groups_source_topic_regex)
+                m = k_copartition_groups_source_topic_regex + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai16[k_copartition_groups_source_topic_regex] if k_copartition_groups_source_topic_regex < 64 else _Struct(f'>{k_copartition_groups_source_topic_regex}h')).pack(*x_copartition_groups_source_topic_regex)
+            x_copartition_groups_repartition_source_topics = e_copartition_groups.repartition_source_topics
+            if x_copartition_groups_repartition_source_topics is None:
+                raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
+            else:
+                k_copartition_groups_repartition_source_topics = len(x_copartition_groups_repartition_source_topics)
+                m = k_copartition_groups_repartition_source_topics + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai16[k_copartition_groups_repartition_source_topics] if k_copartition_groups_repartition_source_topics < 64 else _Struct(f'>{k_copartition_groups_repartition_source_topics}h')).pack(*x_copartition_groups_repartition_source_topics)
+            if e_copartition_groups.unknown_tagged_fields:
+                _write_tagged(out, [], e_copartition_groups.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -872,8 +1064,8 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
 
 
 def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestTopology, int]:
-    o = _new(StreamsGroupHeartbeatRequestTopology)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestTopology)
     o.epoch, = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -935,8 +1127,8 @@ def _encode_StreamsGroupHeartbeatRequestTopology_v0(o: StreamsGroupHeartbeatRequ
 
 
 def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestTaskIds, int]:
-    o = _new(StreamsGroupHeartbeatRequestTaskIds)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestTaskIds)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -962,9 +1154,12 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1020,8 +1215,8 @@ def _encode_StreamsGroupHeartbeatRequestTaskIds_v0(o: StreamsGroupHeartbeatReque
 
 
 def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestEndpoint, int]:
-    o = _new(StreamsGroupHeartbeatRequestEndpoint)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestEndpoint)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1084,8 +1279,8 @@ def _encode_StreamsGroupHeartbeatRequestEndpoint_v0(o: StreamsGroupHeartbeatRequ
 
 
 def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequestTaskOffset, int]:
-    o = _new(StreamsGroupHeartbeatRequestTaskOffset)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequestTaskOffset)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1148,8 +1343,8 @@ def _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(o: StreamsGroupHeartbeatRe
 
 
 def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatRequest, int]:
-    o = _new(StreamsGroupHeartbeatRequest)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1236,8 +1431,59 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         lst_active_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
         app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x_active_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
-            app_active_tasks(x_active_tasks)
+            e_active_tasks = _new(StreamsGroupHeartbeatRequestTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_active_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_active_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_active_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_active_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_active_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_active_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_active_tasks.unknown_tagged_fields = tuple(unknown_e_active_tasks)
+            app_active_tasks(e_active_tasks)
         o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
@@ -1253,8 +1499,59 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         lst_standby_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x_standby_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
-            app_standby_tasks(x_standby_tasks)
+            e_standby_tasks = _new(StreamsGroupHeartbeatRequestTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_standby_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_standby_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_standby_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_standby_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_standby_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_standby_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_standby_tasks.unknown_tagged_fields = tuple(unknown_e_standby_tasks)
+            app_standby_tasks(e_standby_tasks)
         o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
@@ -1270,8 +1567,59 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         lst_warmup_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
-            app_warmup_tasks(x_warmup_tasks)
+            e_warmup_tasks = _new(StreamsGroupHeartbeatRequestTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_warmup_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_warmup_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_warmup_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_warmup_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_warmup_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_warmup_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_warmup_tasks.unknown_tagged_fields = tuple(unknown_e_warmup_tasks)
+            app_warmup_tasks(e_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
     n = buf[pos]
     if n < 0x80:
@@ -1309,8 +1657,59 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         lst_client_tags: list[StreamsGroupHeartbeatRequestKeyValue] = []
         app_client_tags = lst_client_tags.append
         for _ in range(n):
-            x_client_tags, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
-            app_client_tags(x_client_tags)
+            e_client_tags = _new(StreamsGroupHeartbeatRequestKeyValue)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Key was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Key is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Key')
+                e_client_tags.key = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Value was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Value is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Value')
+                e_client_tags.value = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_client_tags.unknown_tagged_fields = ()
+            else:
+                unknown_e_client_tags = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_client_tags.append((tag, buf[pos:end]))
+                        pos = end
+                e_client_tags.unknown_tagged_fields = tuple(unknown_e_client_tags)
+            app_client_tags(e_client_tags)
         o.client_tags = lst_client_tags
     n = buf[pos]
     if n < 0x80:
@@ -1326,8 +1725,45 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         lst_task_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
         app_task_offsets = lst_task_offsets.append
         for _ in range(n):
-            x_task_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
-            app_task_offsets(x_task_offsets)
+            e_task_offsets = _new(StreamsGroupHeartbeatRequestTaskOffset)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_task_offsets.subtopology_id = buf[pos:end].decode()
+                pos = end
+            e_task_offsets.partition, e_task_offsets.offset = _S3.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_task_offsets.unknown_tagged_fields = ()
+            else:
+                unknown_e_task_offsets = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_task_offsets.append((tag, buf[pos:end]))
+                        pos = end
+                e_task_offsets.unknown_tagged_fields = tuple(unknown_e_task_offsets)
+            app_task_offsets(e_task_offsets)
         o.task_offsets = lst_task_offsets
     n = buf[pos]
     if n < 0x80:
@@ -1343,8 +1779,45 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         lst_task_end_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
         app_task_end_offsets = lst_task_end_offsets.append
         for _ in range(n):
-            x_task_end_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
-            app_task_end_offsets(x_task_end_offsets)
+            e_task_end_offsets = _new(StreamsGroupHeartbeatRequestTaskOffset)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_task_end_offsets.subtopology_id = buf[pos:end].decode()
+                pos = end
+            e_task_end_offsets.partition, e_task_end_offsets.offset = _S3.unpack_from(buf, pos)
+            pos += 12
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_task_end_offsets.unknown_tagged_fields = ()
+            else:
+                unknown_e_task_end_offsets = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_task_end_offsets.append((tag, buf[pos:end]))
+                        pos = end
+                e_task_end_offsets.unknown_tagged_fields = tuple(unknown_e_task_end_offsets)
+            app_task_end_offsets(e_task_end_offsets)
         o.task_end_offsets = lst_task_end_offsets
     o.shutdown_application, = _S7.unpack_from(buf, pos)
     pos += 1
@@ -1441,7 +1914,34 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_active_tasks, out)
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_active_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
+            if e_active_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_standby_tasks = o.standby_tasks
     if x_standby_tasks is None:
         out.append(0)
@@ -1452,7 +1952,34 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_standby_tasks, out)
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_standby_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
+            if e_standby_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_warmup_tasks = o.warmup_tasks
     if x_warmup_tasks is None:
         out.append(0)
@@ -1463,7 +1990,34 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_warmup_tasks, out)
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_warmup_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
+            if e_warmup_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_process_id = o.process_id
     if x_process_id is None:
         out.append(0)
@@ -1493,7 +2047,36 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_client_tags in x_client_tags:
-            _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e_client_tags, out)
+            x_client_tags_key = e_client_tags.key
+            if x_client_tags_key is None:
+                raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
+            else:
+                b_client_tags_key = x_client_tags_key.encode()
+                if len(b_client_tags_key) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Key is too long', version=0)
+                m = len(b_client_tags_key) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_client_tags_key
+            x_client_tags_value = e_client_tags.value
+            if x_client_tags_value is None:
+                raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
+            else:
+                b_client_tags_value = x_client_tags_value.encode()
+                if len(b_client_tags_value) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Value is too long', version=0)
+                m = len(b_client_tags_value) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_client_tags_value
+            if e_client_tags.unknown_tagged_fields:
+                _write_tagged(out, [], e_client_tags.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_task_offsets = o.task_offsets
     if x_task_offsets is None:
         out.append(0)
@@ -1504,7 +2087,24 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_task_offsets in x_task_offsets:
-            _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e_task_offsets, out)
+            x_task_offsets_subtopology_id = e_task_offsets.subtopology_id
+            if x_task_offsets_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_task_offsets_subtopology_id = x_task_offsets_subtopology_id.encode()
+                if len(b_task_offsets_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_task_offsets_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_task_offsets_subtopology_id
+            out += _S3.pack(e_task_offsets.partition, e_task_offsets.offset)
+            if e_task_offsets.unknown_tagged_fields:
+                _write_tagged(out, [], e_task_offsets.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_task_end_offsets = o.task_end_offsets
     if x_task_end_offsets is None:
         out.append(0)
@@ -1515,7 +2115,24 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
         else:
             _write_uvarint(out, m)
         for e_task_end_offsets in x_task_end_offsets:
-            _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e_task_end_offsets, out)
+            x_task_end_offsets_subtopology_id = e_task_end_offsets.subtopology_id
+            if x_task_end_offsets_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_task_end_offsets_subtopology_id = x_task_end_offsets_subtopology_id.encode()
+                if len(b_task_end_offsets_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_task_end_offsets_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_task_end_offsets_subtopology_id
+            out += _S3.pack(e_task_end_offsets.partition, e_task_end_offsets.offset)
+            if e_task_end_offsets.unknown_tagged_fields:
+                _write_tagged(out, [], e_task_end_offsets.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S7.pack(o.shutdown_application)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -1524,8 +2141,8 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, out
 
 
 def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponseStatus, int]:
-    o = _new(StreamsGroupHeartbeatResponseStatus)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponseStatus)
     o.status_code, = _S6.unpack_from(buf, pos)
     pos += 1
     n = buf[pos]
@@ -1588,8 +2205,8 @@ def _encode_StreamsGroupHeartbeatResponseStatus_v0(o: StreamsGroupHeartbeatRespo
 
 
 def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponseTaskIds, int]:
-    o = _new(StreamsGroupHeartbeatResponseTaskIds)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponseTaskIds)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1615,9 +2232,12 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tup
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1673,8 +2293,8 @@ def _encode_StreamsGroupHeartbeatResponseTaskIds_v0(o: StreamsGroupHeartbeatResp
 
 
 def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponseEndpoint, int]:
-    o = _new(StreamsGroupHeartbeatResponseEndpoint)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponseEndpoint)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1737,8 +2357,8 @@ def _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o: StreamsGroupHeartbeatRes
 
 
 def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponseTopicPartition, int]:
-    o = _new(StreamsGroupHeartbeatResponseTopicPartition)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponseTopicPartition)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1764,9 +2384,12 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int)
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Partitions')
-        o.partitions = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Partitions')
+            o.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -1822,8 +2445,8 @@ def _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(o: StreamsGroupHeartb
 
 
 def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponseEndpointToPartitions, int]:
-    o = _new(StreamsGroupHeartbeatResponseEndpointToPartitions)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponseEndpointToPartitions)
     o.user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf, pos)
     n = buf[pos]
     if n < 0x80:
@@ -1839,8 +2462,59 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         lst_active_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
         app_active_partitions = lst_active_partitions.append
         for _ in range(n):
-            x_active_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
-            app_active_partitions(x_active_partitions)
+            e_active_partitions = _new(StreamsGroupHeartbeatResponseTopicPartition)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Topic is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_active_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_active_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_active_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_active_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_active_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_active_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_active_partitions.unknown_tagged_fields = tuple(unknown_e_active_partitions)
+            app_active_partitions(e_active_partitions)
         o.active_partitions = lst_active_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1856,8 +2530,59 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         lst_standby_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
         app_standby_partitions = lst_standby_partitions.append
         for _ in range(n):
-            x_standby_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
-            app_standby_partitions(x_standby_partitions)
+            e_standby_partitions = _new(StreamsGroupHeartbeatResponseTopicPartition)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Topic was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Topic is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Topic')
+                e_standby_partitions.topic = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_standby_partitions.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_standby_partitions.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_standby_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_standby_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_standby_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_standby_partitions.unknown_tagged_fields = tuple(unknown_e_standby_partitions)
+            app_standby_partitions(e_standby_partitions)
         o.standby_partitions = lst_standby_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1893,7 +2618,34 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
         else:
             _write_uvarint(out, m)
         for e_active_partitions in x_active_partitions:
-            _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e_active_partitions, out)
+            x_active_partitions_topic = e_active_partitions.topic
+            if x_active_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
+            else:
+                b_active_partitions_topic = x_active_partitions_topic.encode()
+                if len(b_active_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=0)
+                m = len(b_active_partitions_topic) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_active_partitions_topic
+            x_active_partitions_partitions = e_active_partitions.partitions
+            if x_active_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_active_partitions_partitions = len(x_active_partitions_partitions)
+                m = k_active_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_active_partitions_partitions] if k_active_partitions_partitions < 64 else _Struct(f'>{k_active_partitions_partitions}i')).pack(*x_active_partitions_partitions)
+            if e_active_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_active_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_standby_partitions = o.standby_partitions
     if x_standby_partitions is None:
         raise ValueOutOfRangeError('non-nullable field StandbyPartitions is None', version=0)
@@ -1904,7 +2656,34 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
         else:
             _write_uvarint(out, m)
         for e_standby_partitions in x_standby_partitions:
-            _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e_standby_partitions, out)
+            x_standby_partitions_topic = e_standby_partitions.topic
+            if x_standby_partitions_topic is None:
+                raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
+            else:
+                b_standby_partitions_topic = x_standby_partitions_topic.encode()
+                if len(b_standby_partitions_topic) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Topic is too long', version=0)
+                m = len(b_standby_partitions_topic) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_standby_partitions_topic
+            x_standby_partitions_partitions = e_standby_partitions.partitions
+            if x_standby_partitions_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_standby_partitions_partitions = len(x_standby_partitions_partitions)
+                m = k_standby_partitions_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_standby_partitions_partitions] if k_standby_partitions_partitions < 64 else _Struct(f'>{k_standby_partitions_partitions}i')).pack(*x_standby_partitions_partitions)
+            if e_standby_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_standby_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1912,8 +2691,8 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
 
 
 def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
-    o = _new(StreamsGroupHeartbeatResponse)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponse)
     o.acceptable_recovery_lag = -1
     o.topology_description_required = False
     o.throttle_time_ms, o.error_code = _S0.unpack_from(buf, pos)
@@ -1966,8 +2745,45 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
         lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
         app_status = lst_status.append
         for _ in range(n):
-            x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
-            app_status(x_status)
+            e_status = _new(StreamsGroupHeartbeatResponseStatus)
+            e_status.status_code, = _S6.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field StatusDetail was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field StatusDetail is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('StatusDetail')
+                e_status.status_detail = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_status.unknown_tagged_fields = ()
+            else:
+                unknown_e_status = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_status.append((tag, buf[pos:end]))
+                        pos = end
+                e_status.unknown_tagged_fields = tuple(unknown_e_status)
+            app_status(e_status)
         o.status = lst_status
     n = buf[pos]
     if n < 0x80:
@@ -1983,8 +2799,59 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
         lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app_active_tasks(x_active_tasks)
+            e_active_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_active_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_active_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_active_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_active_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_active_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_active_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_active_tasks.unknown_tagged_fields = tuple(unknown_e_active_tasks)
+            app_active_tasks(e_active_tasks)
         o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
@@ -2000,8 +2867,59 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
         lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app_standby_tasks(x_standby_tasks)
+            e_standby_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_standby_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_standby_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_standby_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_standby_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_standby_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_standby_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_standby_tasks.unknown_tagged_fields = tuple(unknown_e_standby_tasks)
+            app_standby_tasks(e_standby_tasks)
         o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
@@ -2017,8 +2935,59 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
         lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app_warmup_tasks(x_warmup_tasks)
+            e_warmup_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_warmup_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_warmup_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_warmup_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_warmup_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_warmup_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_warmup_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_warmup_tasks.unknown_tagged_fields = tuple(unknown_e_warmup_tasks)
+            app_warmup_tasks(e_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
     o.endpoint_information_epoch, = _S1.unpack_from(buf, pos)
     pos += 4
@@ -2102,7 +3071,24 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_status in x_status:
-            _encode_StreamsGroupHeartbeatResponseStatus_v0(e_status, out)
+            out += _S6.pack(e_status.status_code)
+            x_status_status_detail = e_status.status_detail
+            if x_status_status_detail is None:
+                raise ValueOutOfRangeError('non-nullable field StatusDetail is None', version=0)
+            else:
+                b_status_status_detail = x_status_status_detail.encode()
+                if len(b_status_status_detail) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field StatusDetail is too long', version=0)
+                m = len(b_status_status_detail) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_status_status_detail
+            if e_status.unknown_tagged_fields:
+                _write_tagged(out, [], e_status.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_active_tasks = o.active_tasks
     if x_active_tasks is None:
         out.append(0)
@@ -2113,7 +3099,34 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_active_tasks, out)
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_active_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
+            if e_active_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_standby_tasks = o.standby_tasks
     if x_standby_tasks is None:
         out.append(0)
@@ -2124,7 +3137,34 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_standby_tasks, out)
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_standby_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
+            if e_standby_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_warmup_tasks = o.warmup_tasks
     if x_warmup_tasks is None:
         out.append(0)
@@ -2135,7 +3175,34 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_warmup_tasks, out)
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
+            else:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=0)
+                m = len(b_warmup_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
+            else:
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
+            if e_warmup_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S1.pack(o.endpoint_information_epoch)
     x_partitions_by_user_endpoint = o.partitions_by_user_endpoint
     if x_partitions_by_user_endpoint is None:
@@ -2155,8 +3222,8 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, o
 
 
 def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
-    o = _new(StreamsGroupHeartbeatResponse)
     blen = len(buf)
+    o = _new(StreamsGroupHeartbeatResponse)
     o.acceptable_recovery_lag_legacy = 0
     o.throttle_time_ms, o.error_code = _S0.unpack_from(buf, pos)
     pos += 6
@@ -2208,8 +3275,45 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
         lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
         app_status = lst_status.append
         for _ in range(n):
-            x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
-            app_status(x_status)
+            e_status = _new(StreamsGroupHeartbeatResponseStatus)
+            e_status.status_code, = _S6.unpack_from(buf, pos)
+            pos += 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field StatusDetail was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field StatusDetail is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('StatusDetail')
+                e_status.status_detail = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_status.unknown_tagged_fields = ()
+            else:
+                unknown_e_status = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_status.append((tag, buf[pos:end]))
+                        pos = end
+                e_status.unknown_tagged_fields = tuple(unknown_e_status)
+            app_status(e_status)
         o.status = lst_status
     n = buf[pos]
     if n < 0x80:
@@ -2225,8 +3329,59 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
         lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_active_tasks = lst_active_tasks.append
         for _ in range(n):
-            x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app_active_tasks(x_active_tasks)
+            e_active_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_active_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_active_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_active_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_active_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_active_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_active_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_active_tasks.unknown_tagged_fields = tuple(unknown_e_active_tasks)
+            app_active_tasks(e_active_tasks)
         o.active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
@@ -2242,8 +3397,59 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
         lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
         for _ in range(n):
-            x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app_standby_tasks(x_standby_tasks)
+            e_standby_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_standby_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_standby_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_standby_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_standby_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_standby_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_standby_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_standby_tasks.unknown_tagged_fields = tuple(unknown_e_standby_tasks)
+            app_standby_tasks(e_standby_tasks)
         o.standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
@@ -2259,8 +3465,59 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
         lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
         for _ in range(n):
-            x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
-            app_warmup_tasks(x_warmup_tasks)
+            e_warmup_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field SubtopologyId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field SubtopologyId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('SubtopologyId')
+                e_warmup_tasks.subtopology_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Partitions was null')
+            else:
+                if n < 64:
+                    e_warmup_tasks.partitions = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Partitions')
+                    e_warmup_tasks.partitions = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_warmup_tasks.unknown_tagged_fields = ()
+            else:
+                unknown_e_warmup_tasks = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_warmup_tasks.append((tag, buf[pos:end]))
+                        pos = end
+                e_warmup_tasks.unknown_tagged_fields = tuple(unknown_e_warmup_tasks)
+            app_warmup_tasks(e_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
     o.topology_description_required, o.endpoint_information_epoch = _S10.unpack_from(buf, pos)
     pos += 5
@@ -2344,7 +3601,24 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_status in x_status:
-            _encode_StreamsGroupHeartbeatResponseStatus_v0(e_status, out)
+            out += _S6.pack(e_status.status_code)
+            x_status_status_detail = e_status.status_detail
+            if x_status_status_detail is None:
+                raise ValueOutOfRangeError('non-nullable field StatusDetail is None', version=1)
+            else:
+                b_status_status_detail = x_status_status_detail.encode()
+                if len(b_status_status_detail) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field StatusDetail is too long', version=1)
+                m = len(b_status_status_detail) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_status_status_detail
+            if e_status.unknown_tagged_fields:
+                _write_tagged(out, [], e_status.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_active_tasks = o.active_tasks
     if x_active_tasks is None:
         out.append(0)
@@ -2355,7 +3629,34 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_active_tasks in x_active_tasks:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_active_tasks, out)
+            x_active_tasks_subtopology_id = e_active_tasks.subtopology_id
+            if x_active_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
+            else:
+                b_active_tasks_subtopology_id = x_active_tasks_subtopology_id.encode()
+                if len(b_active_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
+                m = len(b_active_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_active_tasks_subtopology_id
+            x_active_tasks_partitions = e_active_tasks.partitions
+            if x_active_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_active_tasks_partitions = len(x_active_tasks_partitions)
+                m = k_active_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_active_tasks_partitions] if k_active_tasks_partitions < 64 else _Struct(f'>{k_active_tasks_partitions}i')).pack(*x_active_tasks_partitions)
+            if e_active_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_active_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_standby_tasks = o.standby_tasks
     if x_standby_tasks is None:
         out.append(0)
@@ -2366,7 +3667,34 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_standby_tasks in x_standby_tasks:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_standby_tasks, out)
+            x_standby_tasks_subtopology_id = e_standby_tasks.subtopology_id
+            if x_standby_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
+            else:
+                b_standby_tasks_subtopology_id = x_standby_tasks_subtopology_id.encode()
+                if len(b_standby_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
+                m = len(b_standby_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_standby_tasks_subtopology_id
+            x_standby_tasks_partitions = e_standby_tasks.partitions
+            if x_standby_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_standby_tasks_partitions = len(x_standby_tasks_partitions)
+                m = k_standby_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_standby_tasks_partitions] if k_standby_tasks_partitions < 64 else _Struct(f'>{k_standby_tasks_partitions}i')).pack(*x_standby_tasks_partitions)
+            if e_standby_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_standby_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_warmup_tasks = o.warmup_tasks
     if x_warmup_tasks is None:
         out.append(0)
@@ -2377,7 +3705,34 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         else:
             _write_uvarint(out, m)
         for e_warmup_tasks in x_warmup_tasks:
-            _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_warmup_tasks, out)
+            x_warmup_tasks_subtopology_id = e_warmup_tasks.subtopology_id
+            if x_warmup_tasks_subtopology_id is None:
+                raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
+            else:
+                b_warmup_tasks_subtopology_id = x_warmup_tasks_subtopology_id.encode()
+                if len(b_warmup_tasks_subtopology_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field SubtopologyId is too long', version=1)
+                m = len(b_warmup_tasks_subtopology_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_warmup_tasks_subtopology_id
+            x_warmup_tasks_partitions = e_warmup_tasks.partitions
+            if x_warmup_tasks_partitions is None:
+                raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
+            else:
+                k_warmup_tasks_partitions = len(x_warmup_tasks_partitions)
+                m = k_warmup_tasks_partitions + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_warmup_tasks_partitions] if k_warmup_tasks_partitions < 64 else _Struct(f'>{k_warmup_tasks_partitions}i')).pack(*x_warmup_tasks_partitions)
+            if e_warmup_tasks.unknown_tagged_fields:
+                _write_tagged(out, [], e_warmup_tasks.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S10.pack(o.topology_description_required, o.endpoint_information_epoch)
     x_partitions_by_user_endpoint = o.partitions_by_user_endpoint
     if x_partitions_by_user_endpoint is None:

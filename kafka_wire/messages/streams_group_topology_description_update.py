@@ -112,8 +112,8 @@ class StreamsGroupTopologyDescriptionUpdateResponse(Message):
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf: bytes, pos: int) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, int]:
-    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode)
     blen = len(buf)
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -352,8 +352,8 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf: bytes, pos: int) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology, int]:
-    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology)
     blen = len(buf)
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -441,8 +441,8 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf: bytes, pos: int) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore, int]:
-    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore)
     blen = len(buf)
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore)
     o.source, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
     o.processor, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
     n = buf[pos]
@@ -477,8 +477,8 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGloba
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(buf: bytes, pos: int) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription, int]:
-    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription)
     blen = len(buf)
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -565,8 +565,8 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: int) -> tuple[StreamsGroupTopologyDescriptionUpdateRequest, int]:
-    o = _new(StreamsGroupTopologyDescriptionUpdateRequest)
     blen = len(buf)
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -660,8 +660,8 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0(o: StreamsGroupTopol
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: int) -> tuple[StreamsGroupTopologyDescriptionUpdateResponse, int]:
-    o = _new(StreamsGroupTopologyDescriptionUpdateResponse)
     blen = len(buf)
+    o = _new(StreamsGroupTopologyDescriptionUpdateResponse)
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -20,8 +20,8 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>hi')
 _S4 = _Struct('>ihi')
@@ -80,21 +80,19 @@ class SyncGroupResponse(Message):
 
 
 def _decode_SyncGroupRequestAssignment_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    o = _new(SyncGroupRequestAssignment)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(SyncGroupRequestAssignment)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field MemberId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Assignment was null')
@@ -116,22 +114,22 @@ def _encode_SyncGroupRequestAssignment_v0(o: SyncGroupRequestAssignment, out: by
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_assignment = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
     else:
         b_assignment = x_assignment
-        out += _S1.pack(len(b_assignment))
+        out += _S0.pack(len(b_assignment))
         out += b_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    o = _new(SyncGroupRequestAssignment)
     blen = len(buf)
+    o = _new(SyncGroupRequestAssignment)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -216,18 +214,16 @@ def _encode_SyncGroupRequestAssignment_v4(o: SyncGroupRequestAssignment, out: by
 
 
 def _decode_SyncGroupRequest_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
-    o = _new(SyncGroupRequest)
     blen = len(buf)
+    o = _new(SyncGroupRequest)
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -245,7 +241,7 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Assignments was null')
@@ -255,8 +251,29 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(SyncGroupRequestAssignment)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_assignments.member_id = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Assignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Assignment')
+                e_assignments.assignment = buf[pos:end]
+                pos = end
+            e_assignments.unknown_tagged_fields = ()
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     o.unknown_tagged_fields = ()
     return o, pos
@@ -272,9 +289,9 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
-    out += _S1.pack(o.generation_id)
+    out += _S0.pack(o.generation_id)
     x_member_id = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
@@ -282,31 +299,46 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_assignments = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=0)
     else:
-        out += _S1.pack(len(x_assignments))
+        out += _S0.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            _encode_SyncGroupRequestAssignment_v0(e_assignments, out)
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
+            else:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=0)
+                out += _S1.pack(len(b_assignments_member_id))
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
+            else:
+                b_assignments_assignment = x_assignments_assignment
+                out += _S0.pack(len(b_assignments_assignment))
+                out += b_assignments_assignment
+            if e_assignments.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_SyncGroupRequest_v3(buf: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
-    o = _new(SyncGroupRequest)
     blen = len(buf)
+    o = _new(SyncGroupRequest)
     o.protocol_type = None
     o.protocol_name = None
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -324,19 +356,17 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _truncated('MemberId')
         o.member_id = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.group_instance_id = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
         o.group_instance_id = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Assignments was null')
@@ -346,8 +376,29 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(SyncGroupRequestAssignment)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_assignments.member_id = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field Assignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Assignment')
+                e_assignments.assignment = buf[pos:end]
+                pos = end
+            e_assignments.unknown_tagged_fields = ()
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     o.unknown_tagged_fields = ()
     return o, pos
@@ -361,9 +412,9 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, out: bytearray) -> None:
         b_group_id = x_group_id.encode()
         if len(b_group_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
-        out += _S0.pack(len(b_group_id))
+        out += _S1.pack(len(b_group_id))
         out += b_group_id
-    out += _S1.pack(o.generation_id)
+    out += _S0.pack(o.generation_id)
     x_member_id = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
@@ -371,7 +422,7 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, out: bytearray) -> None:
         b_member_id = x_member_id.encode()
         if len(b_member_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
-        out += _S0.pack(len(b_member_id))
+        out += _S1.pack(len(b_member_id))
         out += b_member_id
     x_group_instance_id = o.group_instance_id
     if x_group_instance_id is None:
@@ -380,22 +431,39 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, out: bytearray) -> None:
         b_group_instance_id = x_group_instance_id.encode()
         if len(b_group_instance_id) > 0x7FFF:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
-        out += _S0.pack(len(b_group_instance_id))
+        out += _S1.pack(len(b_group_instance_id))
         out += b_group_instance_id
     x_assignments = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=3)
     else:
-        out += _S1.pack(len(x_assignments))
+        out += _S0.pack(len(x_assignments))
         for e_assignments in x_assignments:
-            _encode_SyncGroupRequestAssignment_v0(e_assignments, out)
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
+            else:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=3)
+                out += _S1.pack(len(b_assignments_member_id))
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field Assignment is None', version=3)
+            else:
+                b_assignments_assignment = x_assignments_assignment
+                out += _S0.pack(len(b_assignments_assignment))
+                out += b_assignments_assignment
+            if e_assignments.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
-    o = _new(SyncGroupRequest)
     blen = len(buf)
+    o = _new(SyncGroupRequest)
     o.protocol_type = None
     o.protocol_name = None
     n = buf[pos]
@@ -414,7 +482,7 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id, = _S1.unpack_from(buf, pos)
+    o.generation_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -462,8 +530,57 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(SyncGroupRequestAssignment)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_assignments.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Assignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Assignment')
+                e_assignments.assignment = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_assignments.unknown_tagged_fields = ()
+            else:
+                unknown_e_assignments = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_assignments.append((tag, buf[pos:end]))
+                        pos = end
+                e_assignments.unknown_tagged_fields = tuple(unknown_e_assignments)
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
@@ -501,7 +618,7 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         out += b_group_id
-    out += _S1.pack(o.generation_id)
+    out += _S0.pack(o.generation_id)
     x_member_id = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
@@ -538,7 +655,34 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            _encode_SyncGroupRequestAssignment_v4(e_assignments, out)
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
+            else:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=4)
+                m = len(b_assignments_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field Assignment is None', version=4)
+            else:
+                b_assignments_assignment = x_assignments_assignment
+                m = len(b_assignments_assignment) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_assignments_assignment
+            if e_assignments.unknown_tagged_fields:
+                _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -546,8 +690,8 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, out: bytearray) -> None:
 
 
 def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest, int]:
-    o = _new(SyncGroupRequest)
     blen = len(buf)
+    o = _new(SyncGroupRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -564,7 +708,7 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _truncated('GroupId')
         o.group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id, = _S1.unpack_from(buf, pos)
+    o.generation_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -644,8 +788,57 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
         for _ in range(n):
-            x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
-            app_assignments(x_assignments)
+            e_assignments = _new(SyncGroupRequestAssignment)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field MemberId was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field MemberId is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('MemberId')
+                e_assignments.member_id = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Assignment was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Assignment')
+                e_assignments.assignment = buf[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_assignments.unknown_tagged_fields = ()
+            else:
+                unknown_e_assignments = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_assignments.append((tag, buf[pos:end]))
+                        pos = end
+                e_assignments.unknown_tagged_fields = tuple(unknown_e_assignments)
+            app_assignments(e_assignments)
         o.assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
@@ -683,7 +876,7 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         out += b_group_id
-    out += _S1.pack(o.generation_id)
+    out += _S0.pack(o.generation_id)
     x_member_id = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
@@ -746,7 +939,34 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_assignments in x_assignments:
-            _encode_SyncGroupRequestAssignment_v4(e_assignments, out)
+            x_assignments_member_id = e_assignments.member_id
+            if x_assignments_member_id is None:
+                raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
+            else:
+                b_assignments_member_id = x_assignments_member_id.encode()
+                if len(b_assignments_member_id) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field MemberId is too long', version=5)
+                m = len(b_assignments_member_id) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_assignments_member_id
+            x_assignments_assignment = e_assignments.assignment
+            if x_assignments_assignment is None:
+                raise ValueOutOfRangeError('non-nullable field Assignment is None', version=5)
+            else:
+                b_assignments_assignment = x_assignments_assignment
+                m = len(b_assignments_assignment) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_assignments_assignment
+            if e_assignments.unknown_tagged_fields:
+                _write_tagged(out, [], e_assignments.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -754,8 +974,8 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, out: bytearray) -> None:
 
 
 def _decode_SyncGroupResponse_v0(buf: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    o = _new(SyncGroupResponse)
     blen = len(buf)
+    o = _new(SyncGroupResponse)
     o.throttle_time_ms = 0
     o.protocol_type = None
     o.protocol_name = None
@@ -774,21 +994,21 @@ def _decode_SyncGroupResponse_v0(buf: bytes, pos: int) -> tuple[SyncGroupRespons
 
 
 def _encode_SyncGroupResponse_v0(o: SyncGroupResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S1.pack(o.error_code)
     x_assignment = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
     else:
         b_assignment = x_assignment
-        out += _S1.pack(len(b_assignment))
+        out += _S0.pack(len(b_assignment))
         out += b_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_SyncGroupResponse_v1(buf: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    o = _new(SyncGroupResponse)
     blen = len(buf)
+    o = _new(SyncGroupResponse)
     o.protocol_type = None
     o.protocol_name = None
     o.throttle_time_ms, o.error_code, n = _S4.unpack_from(buf, pos)
@@ -812,15 +1032,15 @@ def _encode_SyncGroupResponse_v1(o: SyncGroupResponse, out: bytearray) -> None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=1)
     else:
         b_assignment = x_assignment
-        out += _S1.pack(len(b_assignment))
+        out += _S0.pack(len(b_assignment))
         out += b_assignment
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_SyncGroupResponse_v4(buf: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    o = _new(SyncGroupResponse)
     blen = len(buf)
+    o = _new(SyncGroupResponse)
     o.protocol_type = None
     o.protocol_name = None
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
@@ -881,8 +1101,8 @@ def _encode_SyncGroupResponse_v4(o: SyncGroupResponse, out: bytearray) -> None:
 
 
 def _decode_SyncGroupResponse_v5(buf: bytes, pos: int) -> tuple[SyncGroupResponse, int]:
-    o = _new(SyncGroupResponse)
     blen = len(buf)
+    o = _new(SyncGroupResponse)
     o.throttle_time_ms, o.error_code = _S2.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -127,8 +136,8 @@ class TxnOffsetCommitResponse(Message):
 
 
 def _decode_TxnOffsetCommitRequestPartition_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    o = _new(TxnOffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestPartition)
     o.committed_leader_epoch = -1
     o.partition_index, o.committed_offset, n = _S0.unpack_from(buf, pos)
     pos += 14
@@ -162,8 +171,8 @@ def _encode_TxnOffsetCommitRequestPartition_v0(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    o = _new(TxnOffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestPartition)
     o.partition_index, o.committed_offset, o.committed_leader_epoch, n = _S3.unpack_from(buf, pos)
     pos += 18
     if n < 0:
@@ -196,8 +205,8 @@ def _encode_TxnOffsetCommitRequestPartition_v2(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    o = _new(TxnOffsetCommitRequestPartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestPartition)
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S4.unpack_from(buf, pos)
     pos += 16
     n = buf[pos]
@@ -260,16 +269,14 @@ def _encode_TxnOffsetCommitRequestPartition_v3(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -285,8 +292,22 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.committed_leader_epoch = -1
+            e_partitions.partition_index, e_partitions.committed_offset, n = _S0.unpack_from(buf, pos)
+            pos += 14
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -308,22 +329,31 @@ def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, out: 
     else:
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v0(e_partitions, out)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.committed_offset)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=0)
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -339,8 +369,21 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S3.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -362,14 +405,25 @@ def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, out: 
     else:
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v2(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out += b'\xff\xff'
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=2)
+                out += _S2.pack(len(b_partitions_committed_metadata))
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -401,8 +455,45 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -450,7 +541,24 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, out: 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v3(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=3)
+                m = len(b_partitions_committed_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -458,12 +566,12 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, out: 
 
 
 def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    o = _new(TxnOffsetCommitRequestTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequestTopic)
     o.name = ''
     u_topic_id_raw, = _S6.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -478,8 +586,45 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitRequestPartition)
+            e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.committed_metadata = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field CommittedMetadata is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('CommittedMetadata')
+                e_partitions.committed_metadata = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -515,7 +660,24 @@ def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, out: 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitRequestPartition_v3(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch)
+            x_partitions_committed_metadata = e_partitions.committed_metadata
+            if x_partitions_committed_metadata is None:
+                out.append(0)
+            else:
+                b_partitions_committed_metadata = x_partitions_committed_metadata.encode()
+                if len(b_partitions_committed_metadata) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field CommittedMetadata is too long', version=6)
+                m = len(b_partitions_committed_metadata) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_committed_metadata
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -523,30 +685,26 @@ def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, out: 
 
 
 def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -607,30 +765,26 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, out: bytearray)
 
 
 def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TransactionalId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
         o.transactional_id = buf[pos:end].decode()
         pos = end
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field GroupId was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
@@ -691,8 +845,8 @@ def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, out: bytearray)
 
 
 def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -870,8 +1024,8 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, out: bytearray)
 
 
 def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    o = _new(TxnOffsetCommitRequest)
     blen = len(buf)
+    o = _new(TxnOffsetCommitRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1063,8 +1217,8 @@ def _encode_TxnOffsetCommitResponsePartition_v0(o: TxnOffsetCommitResponsePartit
 
 
 def _decode_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
-    o = _new(TxnOffsetCommitResponsePartition)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponsePartition)
     o.partition_index, o.error_code = _S9.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -1098,16 +1252,14 @@ def _encode_TxnOffsetCommitResponsePartition_v3(o: TxnOffsetCommitResponsePartit
 
 
 def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    o = _new(TxnOffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
-    n, = _S2.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
@@ -1123,8 +1275,11 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[TxnOf
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1146,14 +1301,16 @@ def _encode_TxnOffsetCommitResponseTopic_v0(o: TxnOffsetCommitResponseTopic, out
     else:
         out += _S5.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitResponsePartition_v0(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    o = _new(TxnOffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -1185,8 +1342,29 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1234,7 +1412,11 @@ def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, out
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitResponsePartition_v3(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1242,12 +1424,12 @@ def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, out
 
 
 def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    o = _new(TxnOffsetCommitResponseTopic)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponseTopic)
     o.name = ''
     u_topic_id_raw, = _S6.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1262,8 +1444,29 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(TxnOffsetCommitResponsePartition)
+            e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -1299,7 +1502,11 @@ def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, out
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_TxnOffsetCommitResponsePartition_v3(e_partitions, out)
+            out += _S9.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1307,8 +1514,8 @@ def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, out
 
 
 def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    o = _new(TxnOffsetCommitResponse)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, n = _S10.unpack_from(buf, pos)
     pos += 8
     if n < 0:
@@ -1340,8 +1547,8 @@ def _encode_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, out: bytearra
 
 
 def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    o = _new(TxnOffsetCommitResponse)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -1403,8 +1610,8 @@ def _encode_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, out: bytearra
 
 
 def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    o = _new(TxnOffsetCommitResponse)
     blen = len(buf)
+    o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, = _S5.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]

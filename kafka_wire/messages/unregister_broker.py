@@ -49,8 +49,8 @@ class UnregisterBrokerResponse(Message):
 
 
 def _decode_UnregisterBrokerRequest_v0(buf: bytes, pos: int) -> tuple[UnregisterBrokerRequest, int]:
-    o = _new(UnregisterBrokerRequest)
     blen = len(buf)
+    o = _new(UnregisterBrokerRequest)
     o.broker_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -84,8 +84,8 @@ def _encode_UnregisterBrokerRequest_v0(o: UnregisterBrokerRequest, out: bytearra
 
 
 def _decode_UnregisterBrokerResponse_v0(buf: bytes, pos: int) -> tuple[UnregisterBrokerResponse, int]:
-    o = _new(UnregisterBrokerResponse)
     blen = len(buf)
+    o = _new(UnregisterBrokerResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

@@ -49,8 +49,8 @@ class UnregisterControllerResponse(Message):
 
 
 def _decode_UnregisterControllerRequest_v0(buf: bytes, pos: int) -> tuple[UnregisterControllerRequest, int]:
-    o = _new(UnregisterControllerRequest)
     blen = len(buf)
+    o = _new(UnregisterControllerRequest)
     o.controller_id, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -84,8 +84,8 @@ def _encode_UnregisterControllerRequest_v0(o: UnregisterControllerRequest, out: 
 
 
 def _decode_UnregisterControllerResponse_v0(buf: bytes, pos: int) -> tuple[UnregisterControllerResponse, int]:
-    o = _new(UnregisterControllerResponse)
     blen = len(buf)
+    o = _new(UnregisterControllerResponse)
     o.throttle_time_ms, o.error_code = _S1.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]

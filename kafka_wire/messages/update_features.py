@@ -89,8 +89,8 @@ class UpdateFeaturesResponse(Message):
 
 
 def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: int) -> tuple[UpdateFeaturesRequestFeatureUpdateKey, int]:
-    o = _new(UpdateFeaturesRequestFeatureUpdateKey)
     blen = len(buf)
+    o = _new(UpdateFeaturesRequestFeatureUpdateKey)
     o.upgrade_type = 1
     n = buf[pos]
     if n < 0x80:
@@ -156,8 +156,8 @@ def _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(o: UpdateFeaturesRequestFea
 
 
 def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: int) -> tuple[UpdateFeaturesRequestFeatureUpdateKey, int]:
-    o = _new(UpdateFeaturesRequestFeatureUpdateKey)
     blen = len(buf)
+    o = _new(UpdateFeaturesRequestFeatureUpdateKey)
     o.allow_downgrade = False
     n = buf[pos]
     if n < 0x80:
@@ -223,8 +223,8 @@ def _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(o: UpdateFeaturesRequestFea
 
 
 def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    o = _new(UpdateFeaturesRequest)
     blen = len(buf)
+    o = _new(UpdateFeaturesRequest)
     o.validate_only = False
     o.timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -242,8 +242,46 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: int) -> tuple[UpdateFeatur
         lst_feature_updates: list[UpdateFeaturesRequestFeatureUpdateKey] = []
         app_feature_updates = lst_feature_updates.append
         for _ in range(n):
-            x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf, pos)
-            app_feature_updates(x_feature_updates)
+            e_feature_updates = _new(UpdateFeaturesRequestFeatureUpdateKey)
+            e_feature_updates.upgrade_type = 1
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Feature was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Feature is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Feature')
+                e_feature_updates.feature = buf[pos:end].decode()
+                pos = end
+            e_feature_updates.max_version_level, e_feature_updates.allow_downgrade = _S0.unpack_from(buf, pos)
+            pos += 3
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_feature_updates.unknown_tagged_fields = ()
+            else:
+                unknown_e_feature_updates = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_feature_updates.append((tag, buf[pos:end]))
+                        pos = end
+                e_feature_updates.unknown_tagged_fields = tuple(unknown_e_feature_updates)
+            app_feature_updates(e_feature_updates)
         o.feature_updates = lst_feature_updates
     n = buf[pos]
     if n < 0x80:
@@ -281,7 +319,26 @@ def _encode_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, out: bytearray) -
         else:
             _write_uvarint(out, m)
         for e_feature_updates in x_feature_updates:
-            _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(e_feature_updates, out)
+            if e_feature_updates.upgrade_type != 1:
+                raise FieldNotInVersionError('non-default UpgradeType cannot be written', version=0)
+            x_feature_updates_feature = e_feature_updates.feature
+            if x_feature_updates_feature is None:
+                raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
+            else:
+                b_feature_updates_feature = x_feature_updates_feature.encode()
+                if len(b_feature_updates_feature) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Feature is too long', version=0)
+                m = len(b_feature_updates_feature) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_feature_updates_feature
+            out += _S0.pack(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade)
+            if e_feature_updates.unknown_tagged_fields:
+                _write_tagged(out, [], e_feature_updates.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -289,8 +346,8 @@ def _encode_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, out: bytearray) -
 
 
 def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    o = _new(UpdateFeaturesRequest)
     blen = len(buf)
+    o = _new(UpdateFeaturesRequest)
     o.timeout_ms, = _S2.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -307,8 +364,46 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: int) -> tuple[UpdateFeatur
         lst_feature_updates: list[UpdateFeaturesRequestFeatureUpdateKey] = []
         app_feature_updates = lst_feature_updates.append
         for _ in range(n):
-            x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf, pos)
-            app_feature_updates(x_feature_updates)
+            e_feature_updates = _new(UpdateFeaturesRequestFeatureUpdateKey)
+            e_feature_updates.allow_downgrade = False
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Feature was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Feature is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Feature')
+                e_feature_updates.feature = buf[pos:end].decode()
+                pos = end
+            e_feature_updates.max_version_level, e_feature_updates.upgrade_type = _S1.unpack_from(buf, pos)
+            pos += 3
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_feature_updates.unknown_tagged_fields = ()
+            else:
+                unknown_e_feature_updates = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_feature_updates.append((tag, buf[pos:end]))
+                        pos = end
+                e_feature_updates.unknown_tagged_fields = tuple(unknown_e_feature_updates)
+            app_feature_updates(e_feature_updates)
         o.feature_updates = lst_feature_updates
     o.validate_only, = _S3.unpack_from(buf, pos)
     pos += 1
@@ -346,7 +441,26 @@ def _encode_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, out: bytearray) -
         else:
             _write_uvarint(out, m)
         for e_feature_updates in x_feature_updates:
-            _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(e_feature_updates, out)
+            if bool(e_feature_updates.allow_downgrade):
+                raise FieldNotInVersionError('non-default AllowDowngrade cannot be written', version=1)
+            x_feature_updates_feature = e_feature_updates.feature
+            if x_feature_updates_feature is None:
+                raise ValueOutOfRangeError('non-nullable field Feature is None', version=1)
+            else:
+                b_feature_updates_feature = x_feature_updates_feature.encode()
+                if len(b_feature_updates_feature) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Feature is too long', version=1)
+                m = len(b_feature_updates_feature) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_feature_updates_feature
+            out += _S1.pack(e_feature_updates.max_version_level, e_feature_updates.upgrade_type)
+            if e_feature_updates.unknown_tagged_fields:
+                _write_tagged(out, [], e_feature_updates.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S3.pack(o.validate_only)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -355,8 +469,8 @@ def _encode_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, out: bytearray) -
 
 
 def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: int) -> tuple[UpdateFeaturesResponseUpdatableFeatureResult, int]:
-    o = _new(UpdateFeaturesResponseUpdatableFeatureResult)
     blen = len(buf)
+    o = _new(UpdateFeaturesResponseUpdatableFeatureResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -448,8 +562,8 @@ def _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(o: UpdateFeaturesRes
 
 
 def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: int) -> tuple[UpdateFeaturesResponse, int]:
-    o = _new(UpdateFeaturesResponse)
     blen = len(buf)
+    o = _new(UpdateFeaturesResponse)
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -482,8 +596,61 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: int) -> tuple[UpdateFeatu
         lst_results: list[UpdateFeaturesResponseUpdatableFeatureResult] = []
         app_results = lst_results.append
         for _ in range(n):
-            x_results, pos = _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf, pos)
-            app_results(x_results)
+            e_results = _new(UpdateFeaturesResponseUpdatableFeatureResult)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Feature was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Feature is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Feature')
+                e_results.feature = buf[pos:end].decode()
+                pos = end
+            e_results.error_code, = _S4.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_results.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_results.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_results.unknown_tagged_fields = ()
+            else:
+                unknown_e_results = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_results.append((tag, buf[pos:end]))
+                        pos = end
+                e_results.unknown_tagged_fields = tuple(unknown_e_results)
+            app_results(e_results)
         o.results = lst_results
     n = buf[pos]
     if n < 0x80:
@@ -532,7 +699,37 @@ def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, out: bytearray)
         else:
             _write_uvarint(out, m)
         for e_results in x_results:
-            _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(e_results, out)
+            x_results_feature = e_results.feature
+            if x_results_feature is None:
+                raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
+            else:
+                b_results_feature = x_results_feature.encode()
+                if len(b_results_feature) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Feature is too long', version=0)
+                m = len(b_results_feature) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_feature
+            out += _S4.pack(e_results.error_code)
+            x_results_error_message = e_results.error_message
+            if x_results_error_message is None:
+                out.append(0)
+            else:
+                b_results_error_message = x_results_error_message.encode()
+                if len(b_results_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_results_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_results_error_message
+            if e_results.unknown_tagged_fields:
+                _write_tagged(out, [], e_results.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -540,8 +737,8 @@ def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, out: bytearray)
 
 
 def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: int) -> tuple[UpdateFeaturesResponse, int]:
-    o = _new(UpdateFeaturesResponse)
     blen = len(buf)
+    o = _new(UpdateFeaturesResponse)
     o.results = []
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6

@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import (
     COUNTED_ARRAY_STRUCTS,
     FRESH,
     ZERO_UUID,
+    ZERO_UUID_BYTES,
     FieldSpec,
     Message,
     Struct,
@@ -24,15 +25,16 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>iiiii')
-_S2 = _Struct('>ii')
+_S0 = _Struct('>iiiii')
+_S1 = _Struct('>ii')
+_S2 = _Struct('>h')
 _S3 = _Struct('>iiii')
 _S4 = _Struct('>i')
 _S5 = _Struct('>16s')
@@ -155,38 +157,42 @@ class UpdateMetadataResponse(Message):
 
 
 def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestPartitionState, int]:
-    o = _new(UpdateMetadataRequestPartitionState)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestPartitionState)
     o.offline_replicas = []
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.zk_version, n = _S2.unpack_from(buf, pos)
+    o.zk_version, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -200,7 +206,7 @@ def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestParti
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     x_isr = o.isr
@@ -221,46 +227,53 @@ def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestPartitionState, int]:
-    o = _new(UpdateMetadataRequestPartitionState)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(UpdateMetadataRequestPartitionState)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
         o.topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.zk_version, n = _S2.unpack_from(buf, pos)
+    o.zk_version, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -274,7 +287,7 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=4)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     out += _S3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     x_isr = o.isr
@@ -301,35 +314,44 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestPartitionState, int]:
-    o = _new(UpdateMetadataRequestPartitionState)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestPartitionState)
     o.topic_name = ''
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S1.unpack_from(buf, pos)
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, n = _S0.unpack_from(buf, pos)
     pos += 20
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
-    o.zk_version, n = _S2.unpack_from(buf, pos)
+    o.zk_version, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n, = _S4.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -361,8 +383,8 @@ def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestPartitionState, int]:
-    o = _new(UpdateMetadataRequestPartitionState)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestPartitionState)
     o.topic_name = ''
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S3.unpack_from(buf, pos)
     pos += 16
@@ -375,9 +397,12 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field Isr was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Isr')
-        o.isr = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.isr = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Isr')
+            o.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.zk_version, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -390,9 +415,12 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field Replicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('Replicas')
-        o.replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('Replicas')
+            o.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -403,9 +431,12 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     if n < 0:
         raise _invalid('non-nullable field OfflineReplicas was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('OfflineReplicas')
-        o.offline_replicas = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('OfflineReplicas')
+            o.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -472,16 +503,14 @@ def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestTopicState, int]:
-    o = _new(UpdateMetadataRequestTopicState)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestTopicState)
     o.topic_id = ZERO_UUID
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field TopicName was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field TopicName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
@@ -497,8 +526,46 @@ def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Up
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v5(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.zk_version, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S4.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partition_states.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.unknown_tagged_fields = ()
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     o.unknown_tagged_fields = ()
     return o, pos
@@ -512,7 +579,7 @@ def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicStat
         b_topic_name = x_topic_name.encode()
         if len(b_topic_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field TopicName is too long', version=5)
-        out += _S0.pack(len(b_topic_name))
+        out += _S2.pack(len(b_topic_name))
         out += b_topic_name
     x_partition_states = o.partition_states
     if x_partition_states is None:
@@ -520,14 +587,35 @@ def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicStat
     else:
         out += _S4.pack(len(x_partition_states))
         for e_partition_states in x_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v5(e_partition_states, out)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                out += (_Ci32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>i{k_partition_states_isr}i')).pack(k_partition_states_isr, *x_partition_states_isr)
+            out += _S4.pack(e_partition_states.zk_version)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                out += (_Ci32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>i{k_partition_states_replicas}i')).pack(k_partition_states_replicas, *x_partition_states_replicas)
+            x_partition_states_offline_replicas = e_partition_states.offline_replicas
+            if x_partition_states_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
+            else:
+                k_partition_states_offline_replicas = len(x_partition_states_offline_replicas)
+                out += (_Ci32[k_partition_states_offline_replicas] if k_partition_states_offline_replicas < 64 else _Struct(f'>i{k_partition_states_offline_replicas}i')).pack(k_partition_states_offline_replicas, *x_partition_states_offline_replicas)
+            if e_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 5')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestTopicState, int]:
-    o = _new(UpdateMetadataRequestTopicState)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestTopicState)
     o.topic_id = ZERO_UUID
     n = buf[pos]
     if n < 0x80:
@@ -559,8 +647,80 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.zk_version, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partition_states.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_states.unknown_tagged_fields = tuple(unknown_e_partition_states)
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
@@ -608,7 +768,45 @@ def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicStat
         else:
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v6(e_partition_states, out)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
+            out += _S4.pack(e_partition_states.zk_version)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_offline_replicas = e_partition_states.offline_replicas
+            if x_partition_states_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=6)
+            else:
+                k_partition_states_offline_replicas = len(x_partition_states_offline_replicas)
+                m = k_partition_states_offline_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_offline_replicas] if k_partition_states_offline_replicas < 64 else _Struct(f'>{k_partition_states_offline_replicas}i')).pack(*x_partition_states_offline_replicas)
+            if e_partition_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -616,8 +814,8 @@ def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicStat
 
 
 def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestTopicState, int]:
-    o = _new(UpdateMetadataRequestTopicState)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestTopicState)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -636,7 +834,7 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
         pos = end
     u_topic_id_raw, = _S5.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -651,8 +849,80 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
         for _ in range(n):
-            x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
-            app_partition_states(x_partition_states)
+            e_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_partition_states.topic_name = ''
+            e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_partition_states.zk_version, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_partition_states.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_partition_states.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_states.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_states = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_states.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_states.unknown_tagged_fields = tuple(unknown_e_partition_states)
+            app_partition_states(e_partition_states)
         o.partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
@@ -701,7 +971,45 @@ def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicStat
         else:
             _write_uvarint(out, m)
         for e_partition_states in x_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v6(e_partition_states, out)
+            out += _S3.pack(e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch)
+            x_partition_states_isr = e_partition_states.isr
+            if x_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=7)
+            else:
+                k_partition_states_isr = len(x_partition_states_isr)
+                m = k_partition_states_isr + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_isr] if k_partition_states_isr < 64 else _Struct(f'>{k_partition_states_isr}i')).pack(*x_partition_states_isr)
+            out += _S4.pack(e_partition_states.zk_version)
+            x_partition_states_replicas = e_partition_states.replicas
+            if x_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=7)
+            else:
+                k_partition_states_replicas = len(x_partition_states_replicas)
+                m = k_partition_states_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_replicas] if k_partition_states_replicas < 64 else _Struct(f'>{k_partition_states_replicas}i')).pack(*x_partition_states_replicas)
+            x_partition_states_offline_replicas = e_partition_states.offline_replicas
+            if x_partition_states_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
+            else:
+                k_partition_states_offline_replicas = len(x_partition_states_offline_replicas)
+                m = k_partition_states_offline_replicas + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_partition_states_offline_replicas] if k_partition_states_offline_replicas < 64 else _Struct(f'>{k_partition_states_offline_replicas}i')).pack(*x_partition_states_offline_replicas)
+            if e_partition_states.unknown_tagged_fields:
+                _write_tagged(out, [], e_partition_states.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -709,8 +1017,8 @@ def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicStat
 
 
 def _decode_UpdateMetadataRequestEndpoint_v1(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestEndpoint, int]:
-    o = _new(UpdateMetadataRequestEndpoint)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestEndpoint)
     o.listener = ''
     o.port, n = _S6.unpack_from(buf, pos)
     pos += 6
@@ -724,7 +1032,7 @@ def _decode_UpdateMetadataRequestEndpoint_v1(buf: bytes, pos: int) -> tuple[Upda
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    o.security_protocol, = _S0.unpack_from(buf, pos)
+    o.security_protocol, = _S2.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -739,16 +1047,16 @@ def _encode_UpdateMetadataRequestEndpoint_v1(o: UpdateMetadataRequestEndpoint, o
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=1)
-        out += _S0.pack(len(b_host))
+        out += _S2.pack(len(b_host))
         out += b_host
-    out += _S0.pack(o.security_protocol)
+    out += _S2.pack(o.security_protocol)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_UpdateMetadataRequestEndpoint_v3(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestEndpoint, int]:
-    o = _new(UpdateMetadataRequestEndpoint)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestEndpoint)
     o.port, n = _S6.unpack_from(buf, pos)
     pos += 6
     if n < 0:
@@ -761,19 +1069,17 @@ def _decode_UpdateMetadataRequestEndpoint_v3(buf: bytes, pos: int) -> tuple[Upda
             raise _truncated('Host')
         o.host = buf[pos:end].decode()
         pos = end
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Listener was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Listener is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Listener')
         o.listener = buf[pos:end].decode()
         pos = end
-    o.security_protocol, = _S0.unpack_from(buf, pos)
+    o.security_protocol, = _S2.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
@@ -788,7 +1094,7 @@ def _encode_UpdateMetadataRequestEndpoint_v3(o: UpdateMetadataRequestEndpoint, o
         b_host = x_host.encode()
         if len(b_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field Host is too long', version=3)
-        out += _S0.pack(len(b_host))
+        out += _S2.pack(len(b_host))
         out += b_host
     x_listener = o.listener
     if x_listener is None:
@@ -797,16 +1103,16 @@ def _encode_UpdateMetadataRequestEndpoint_v3(o: UpdateMetadataRequestEndpoint, o
         b_listener = x_listener.encode()
         if len(b_listener) > 0x7FFF:
             raise ValueOutOfRangeError('string field Listener is too long', version=3)
-        out += _S0.pack(len(b_listener))
+        out += _S2.pack(len(b_listener))
         out += b_listener
-    out += _S0.pack(o.security_protocol)
+    out += _S2.pack(o.security_protocol)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestEndpoint, int]:
-    o = _new(UpdateMetadataRequestEndpoint)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestEndpoint)
     o.port, = _S4.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -841,7 +1147,7 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: int) -> tuple[Upda
             raise _truncated('Listener')
         o.listener = buf[pos:end].decode()
         pos = end
-    o.security_protocol, = _S0.unpack_from(buf, pos)
+    o.security_protocol, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -893,7 +1199,7 @@ def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, o
         else:
             _write_uvarint(out, m)
         out += b_listener
-    out += _S0.pack(o.security_protocol)
+    out += _S2.pack(o.security_protocol)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -901,8 +1207,8 @@ def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, o
 
 
 def _decode_UpdateMetadataRequestBroker_v0(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
-    o = _new(UpdateMetadataRequestBroker)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestBroker)
     o.endpoints = []
     o.rack = ''
     o.id, n = _S6.unpack_from(buf, pos)
@@ -932,7 +1238,7 @@ def _encode_UpdateMetadataRequestBroker_v0(o: UpdateMetadataRequestBroker, out: 
         b_v0_host = x_v0_host.encode()
         if len(b_v0_host) > 0x7FFF:
             raise ValueOutOfRangeError('string field V0Host is too long', version=0)
-        out += _S0.pack(len(b_v0_host))
+        out += _S2.pack(len(b_v0_host))
         out += b_v0_host
     out += _S4.pack(o.v0_port)
     if o.unknown_tagged_fields:
@@ -940,12 +1246,12 @@ def _encode_UpdateMetadataRequestBroker_v0(o: UpdateMetadataRequestBroker, out: 
 
 
 def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
-    o = _new(UpdateMetadataRequestBroker)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestBroker)
     o.rack = ''
     o.v0_host = ''
     o.v0_port = 0
-    o.id, n = _S2.unpack_from(buf, pos)
+    o.id, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Endpoints was null')
@@ -955,8 +1261,24 @@ def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: int) -> tuple[Update
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
-            app_endpoints(x_endpoints)
+            e_endpoints = _new(UpdateMetadataRequestEndpoint)
+            e_endpoints.listener = ''
+            e_endpoints.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_endpoints.security_protocol, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_endpoints.unknown_tagged_fields = ()
+            app_endpoints(e_endpoints)
         o.endpoints = lst_endpoints
     o.unknown_tagged_fields = ()
     return o, pos
@@ -970,17 +1292,29 @@ def _encode_UpdateMetadataRequestBroker_v1(o: UpdateMetadataRequestBroker, out: 
     else:
         out += _S4.pack(len(x_endpoints))
         for e_endpoints in x_endpoints:
-            _encode_UpdateMetadataRequestEndpoint_v1(e_endpoints, out)
+            out += _S4.pack(e_endpoints.port)
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+            else:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=1)
+                out += _S2.pack(len(b_endpoints_host))
+                out += b_endpoints_host
+            out += _S2.pack(e_endpoints.security_protocol)
+            if e_endpoints.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
-    o = _new(UpdateMetadataRequestBroker)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestBroker)
     o.v0_host = ''
     o.v0_port = 0
-    o.id, n = _S2.unpack_from(buf, pos)
+    o.id, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Endpoints was null')
@@ -990,16 +1324,30 @@ def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: int) -> tuple[Update
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
-            app_endpoints(x_endpoints)
+            e_endpoints = _new(UpdateMetadataRequestEndpoint)
+            e_endpoints.listener = ''
+            e_endpoints.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_endpoints.security_protocol, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_endpoints.unknown_tagged_fields = ()
+            app_endpoints(e_endpoints)
         o.endpoints = lst_endpoints
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.rack = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
@@ -1017,7 +1365,19 @@ def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, out: 
     else:
         out += _S4.pack(len(x_endpoints))
         for e_endpoints in x_endpoints:
-            _encode_UpdateMetadataRequestEndpoint_v1(e_endpoints, out)
+            out += _S4.pack(e_endpoints.port)
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
+            else:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=2)
+                out += _S2.pack(len(b_endpoints_host))
+                out += b_endpoints_host
+            out += _S2.pack(e_endpoints.security_protocol)
+            if e_endpoints.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     x_rack = o.rack
     if x_rack is None:
         out += b'\xff\xff'
@@ -1025,18 +1385,18 @@ def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, out: 
         b_rack = x_rack.encode()
         if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=2)
-        out += _S0.pack(len(b_rack))
+        out += _S2.pack(len(b_rack))
         out += b_rack
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
-    o = _new(UpdateMetadataRequestBroker)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestBroker)
     o.v0_host = ''
     o.v0_port = 0
-    o.id, n = _S2.unpack_from(buf, pos)
+    o.id, n = _S1.unpack_from(buf, pos)
     pos += 8
     if n < 0:
         raise _invalid('non-nullable field Endpoints was null')
@@ -1046,16 +1406,39 @@ def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: int) -> tuple[Update
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v3(buf, pos)
-            app_endpoints(x_endpoints)
+            e_endpoints = _new(UpdateMetadataRequestEndpoint)
+            e_endpoints.port, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_endpoints.host = buf[pos:end].decode()
+                pos = end
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Listener was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Listener')
+                e_endpoints.listener = buf[pos:end].decode()
+                pos = end
+            e_endpoints.security_protocol, = _S2.unpack_from(buf, pos)
+            pos += 2
+            e_endpoints.unknown_tagged_fields = ()
+            app_endpoints(e_endpoints)
         o.endpoints = lst_endpoints
-    n, = _S0.unpack_from(buf, pos)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         o.rack = None
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
@@ -1073,7 +1456,28 @@ def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, out: 
     else:
         out += _S4.pack(len(x_endpoints))
         for e_endpoints in x_endpoints:
-            _encode_UpdateMetadataRequestEndpoint_v3(e_endpoints, out)
+            out += _S4.pack(e_endpoints.port)
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
+            else:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=3)
+                out += _S2.pack(len(b_endpoints_host))
+                out += b_endpoints_host
+            x_endpoints_listener = e_endpoints.listener
+            if x_endpoints_listener is None:
+                raise ValueOutOfRangeError('non-nullable field Listener is None', version=3)
+            else:
+                b_endpoints_listener = x_endpoints_listener.encode()
+                if len(b_endpoints_listener) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Listener is too long', version=3)
+                out += _S2.pack(len(b_endpoints_listener))
+                out += b_endpoints_listener
+            out += _S2.pack(e_endpoints.security_protocol)
+            if e_endpoints.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     x_rack = o.rack
     if x_rack is None:
         out += b'\xff\xff'
@@ -1081,15 +1485,15 @@ def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, out: 
         b_rack = x_rack.encode()
         if len(b_rack) > 0x7FFF:
             raise ValueOutOfRangeError('string field Rack is too long', version=3)
-        out += _S0.pack(len(b_rack))
+        out += _S2.pack(len(b_rack))
         out += b_rack
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataRequestBroker, int]:
-    o = _new(UpdateMetadataRequestBroker)
     blen = len(buf)
+    o = _new(UpdateMetadataRequestBroker)
     o.v0_host = ''
     o.v0_port = 0
     o.id, = _S4.unpack_from(buf, pos)
@@ -1108,8 +1512,63 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v6(buf, pos)
-            app_endpoints(x_endpoints)
+            e_endpoints = _new(UpdateMetadataRequestEndpoint)
+            e_endpoints.port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_endpoints.host = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Listener was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Listener is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Listener')
+                e_endpoints.listener = buf[pos:end].decode()
+                pos = end
+            e_endpoints.security_protocol, = _S2.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_endpoints.unknown_tagged_fields = tuple(unknown_e_endpoints)
+            app_endpoints(e_endpoints)
         o.endpoints = lst_endpoints
     n = buf[pos]
     if n < 0x80:
@@ -1161,7 +1620,38 @@ def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, out: 
         else:
             _write_uvarint(out, m)
         for e_endpoints in x_endpoints:
-            _encode_UpdateMetadataRequestEndpoint_v6(e_endpoints, out)
+            out += _S4.pack(e_endpoints.port)
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=6)
+            else:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=6)
+                m = len(b_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_endpoints_host
+            x_endpoints_listener = e_endpoints.listener
+            if x_endpoints_listener is None:
+                raise ValueOutOfRangeError('non-nullable field Listener is None', version=6)
+            else:
+                b_endpoints_listener = x_endpoints_listener.encode()
+                if len(b_endpoints_listener) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Listener is too long', version=6)
+                m = len(b_endpoints_listener) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_endpoints_listener
+            out += _S2.pack(e_endpoints.security_protocol)
+            if e_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     x_rack = o.rack
     if x_rack is None:
         out.append(0)
@@ -1182,8 +1672,8 @@ def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, out: 
 
 
 def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -1198,8 +1688,44 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_ungrouped_partition_states.offline_replicas = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.zk_version, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1211,8 +1737,25 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
         for _ in range(n):
-            x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v0(buf, pos)
-            app_live_brokers(x_live_brokers)
+            e_live_brokers = _new(UpdateMetadataRequestBroker)
+            e_live_brokers.endpoints = []
+            e_live_brokers.rack = ''
+            e_live_brokers.id, n = _S6.unpack_from(buf, pos)
+            pos += 6
+            if n < 0:
+                raise _invalid('non-nullable field V0Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field V0Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('V0Host')
+                e_live_brokers.v0_host = buf[pos:end].decode()
+                pos = end
+            e_live_brokers.v0_port, = _S4.unpack_from(buf, pos)
+            pos += 4
+            e_live_brokers.unknown_tagged_fields = ()
+            app_live_brokers(e_live_brokers)
         o.live_brokers = lst_live_brokers
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1225,28 +1768,64 @@ def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default Type cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=0)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=0)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.zk_version)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     x_live_brokers = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=0)
     else:
         out += _S4.pack(len(x_live_brokers))
         for e_live_brokers in x_live_brokers:
-            _encode_UpdateMetadataRequestBroker_v0(e_live_brokers, out)
+            out += _S4.pack(e_live_brokers.id)
+            x_live_brokers_v0_host = e_live_brokers.v0_host
+            if x_live_brokers_v0_host is None:
+                raise ValueOutOfRangeError('non-nullable field V0Host is None', version=0)
+            else:
+                b_live_brokers_v0_host = x_live_brokers_v0_host.encode()
+                if len(b_live_brokers_v0_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field V0Host is too long', version=0)
+                out += _S2.pack(len(b_live_brokers_v0_host))
+                out += b_live_brokers_v0_host
+            out += _S4.pack(e_live_brokers.v0_port)
+            if e_live_brokers.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -1261,8 +1840,44 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_ungrouped_partition_states.offline_replicas = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.zk_version, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1288,14 +1903,38 @@ def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default Type cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=1)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.zk_version)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 1')
     x_live_brokers = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=1)
@@ -1308,8 +1947,8 @@ def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -1324,8 +1963,44 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_ungrouped_partition_states.offline_replicas = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.zk_version, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1351,14 +2026,38 @@ def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default Type cannot be written', version=2)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=2)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=2)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=2)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.zk_version)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 2')
     x_live_brokers = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=2)
@@ -1371,8 +2070,8 @@ def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -1387,8 +2086,44 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
+            e_ungrouped_partition_states.offline_replicas = []
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.zk_version, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1414,14 +2149,38 @@ def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default Type cannot be written', version=3)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=3)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=3)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, out)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=3)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.zk_version)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 3')
     x_live_brokers = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=3)
@@ -1434,8 +2193,8 @@ def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -1450,8 +2209,55 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetada
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
         for _ in range(n):
-            x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v4(buf, pos)
-            app_ungrouped_partition_states(x_ungrouped_partition_states)
+            e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field TopicName was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('TopicName')
+                e_ungrouped_partition_states.topic_name = buf[pos:end].decode()
+                pos = end
+            e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
+            pos += 20
+            if n < 0:
+                raise _invalid('non-nullable field Isr was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.isr = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Isr')
+                    e_ungrouped_partition_states.isr = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.zk_version, n = _S1.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                raise _invalid('non-nullable field Replicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('Replicas')
+                    e_ungrouped_partition_states.replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n, = _S4.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field OfflineReplicas was null')
+            else:
+                if n < 64:
+                    e_ungrouped_partition_states.offline_replicas = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('OfflineReplicas')
+                    e_ungrouped_partition_states.offline_replicas = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_ungrouped_partition_states.unknown_tagged_fields = ()
+            app_ungrouped_partition_states(e_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
     n, = _S4.unpack_from(buf, pos)
     pos += 4
@@ -1477,14 +2283,44 @@ def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, out: bytearray) -
         raise FieldNotInVersionError('non-default Type cannot be written', version=4)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=4)
-    out += _S2.pack(o.controller_id, o.controller_epoch)
+    out += _S1.pack(o.controller_id, o.controller_epoch)
     x_ungrouped_partition_states = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=4)
     else:
         out += _S4.pack(len(x_ungrouped_partition_states))
         for e_ungrouped_partition_states in x_ungrouped_partition_states:
-            _encode_UpdateMetadataRequestPartitionState_v4(e_ungrouped_partition_states, out)
+            x_ungrouped_partition_states_topic_name = e_ungrouped_partition_states.topic_name
+            if x_ungrouped_partition_states_topic_name is None:
+                raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
+            else:
+                b_ungrouped_partition_states_topic_name = x_ungrouped_partition_states_topic_name.encode()
+                if len(b_ungrouped_partition_states_topic_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field TopicName is too long', version=4)
+                out += _S2.pack(len(b_ungrouped_partition_states_topic_name))
+                out += b_ungrouped_partition_states_topic_name
+            out += _S3.pack(e_ungrouped_partition_states.partition_index, e_ungrouped_partition_states.controller_epoch, e_ungrouped_partition_states.leader, e_ungrouped_partition_states.leader_epoch)
+            x_ungrouped_partition_states_isr = e_ungrouped_partition_states.isr
+            if x_ungrouped_partition_states_isr is None:
+                raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
+            else:
+                k_ungrouped_partition_states_isr = len(x_ungrouped_partition_states_isr)
+                out += (_Ci32[k_ungrouped_partition_states_isr] if k_ungrouped_partition_states_isr < 64 else _Struct(f'>i{k_ungrouped_partition_states_isr}i')).pack(k_ungrouped_partition_states_isr, *x_ungrouped_partition_states_isr)
+            out += _S4.pack(e_ungrouped_partition_states.zk_version)
+            x_ungrouped_partition_states_replicas = e_ungrouped_partition_states.replicas
+            if x_ungrouped_partition_states_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
+            else:
+                k_ungrouped_partition_states_replicas = len(x_ungrouped_partition_states_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_replicas] if k_ungrouped_partition_states_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_replicas}i')).pack(k_ungrouped_partition_states_replicas, *x_ungrouped_partition_states_replicas)
+            x_ungrouped_partition_states_offline_replicas = e_ungrouped_partition_states.offline_replicas
+            if x_ungrouped_partition_states_offline_replicas is None:
+                raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=4)
+            else:
+                k_ungrouped_partition_states_offline_replicas = len(x_ungrouped_partition_states_offline_replicas)
+                out += (_Ci32[k_ungrouped_partition_states_offline_replicas] if k_ungrouped_partition_states_offline_replicas < 64 else _Struct(f'>i{k_ungrouped_partition_states_offline_replicas}i')).pack(k_ungrouped_partition_states_offline_replicas, *x_ungrouped_partition_states_offline_replicas)
+            if e_ungrouped_partition_states.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 4')
     x_live_brokers = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=4)
@@ -1497,8 +2333,8 @@ def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -1559,8 +2395,8 @@ def _encode_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -1661,8 +2497,8 @@ def _encode_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -1763,8 +2599,8 @@ def _encode_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, out: bytearray) -
 
 
 def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    o = _new(UpdateMetadataRequest)
     blen = len(buf)
+    o = _new(UpdateMetadataRequest)
     o.type = 0
     o.ungrouped_partition_states = []
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S10.unpack_from(buf, pos)
@@ -1867,22 +2703,22 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, out: bytearray) -
 
 def _decode_UpdateMetadataResponse_v0(buf: bytes, pos: int) -> tuple[UpdateMetadataResponse, int]:
     o = _new(UpdateMetadataResponse)
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _encode_UpdateMetadataResponse_v0(o: UpdateMetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: int) -> tuple[UpdateMetadataResponse, int]:
-    o = _new(UpdateMetadataResponse)
     blen = len(buf)
-    o.error_code, = _S0.unpack_from(buf, pos)
+    o = _new(UpdateMetadataResponse)
+    o.error_code, = _S2.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1907,7 +2743,7 @@ def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: int) -> tuple[UpdateMetad
 
 
 def _encode_UpdateMetadataResponse_v6(o: UpdateMetadataResponse, out: bytearray) -> None:
-    out += _S0.pack(o.error_code)
+    out += _S2.pack(o.error_code)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

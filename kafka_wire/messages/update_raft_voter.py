@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -106,8 +115,8 @@ class UpdateRaftVoterResponse(Message):
 
 
 def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[UpdateRaftVoterRequestListener, int]:
-    o = _new(UpdateRaftVoterRequestListener)
     blen = len(buf)
+    o = _new(UpdateRaftVoterRequestListener)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -199,8 +208,8 @@ def _encode_UpdateRaftVoterRequestListener_v0(o: UpdateRaftVoterRequestListener,
 
 
 def _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf: bytes, pos: int) -> tuple[UpdateRaftVoterRequestKRaftVersionFeature, int]:
-    o = _new(UpdateRaftVoterRequestKRaftVersionFeature)
     blen = len(buf)
+    o = _new(UpdateRaftVoterRequestKRaftVersionFeature)
     o.min_supported_version, o.max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -234,8 +243,8 @@ def _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0(o: UpdateRaftVoterReque
 
 
 def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
-    o = _new(UpdateRaftVoterRequest)
     blen = len(buf)
+    o = _new(UpdateRaftVoterRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -254,7 +263,7 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
         pos = end
     o.current_leader_epoch, o.voter_id, u_voter_directory_id_raw = _S2.unpack_from(buf, pos)
     pos += 24
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -269,8 +278,61 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
         lst_listeners: list[UpdateRaftVoterRequestListener] = []
         app_listeners = lst_listeners.append
         for _ in range(n):
-            x_listeners, pos = _decode_UpdateRaftVoterRequestListener_v0(buf, pos)
-            app_listeners(x_listeners)
+            e_listeners = _new(UpdateRaftVoterRequestListener)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_listeners.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_listeners.host = buf[pos:end].decode()
+                pos = end
+            e_listeners.port, = _S0.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_listeners.unknown_tagged_fields = ()
+            else:
+                unknown_e_listeners = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_listeners.append((tag, buf[pos:end]))
+                        pos = end
+                e_listeners.unknown_tagged_fields = tuple(unknown_e_listeners)
+            app_listeners(e_listeners)
         o.listeners = lst_listeners
     o.k_raft_version_feature, pos = _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf, pos)
     n = buf[pos]
@@ -320,7 +382,37 @@ def _encode_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, out: bytearray)
         else:
             _write_uvarint(out, m)
         for e_listeners in x_listeners:
-            _encode_UpdateRaftVoterRequestListener_v0(e_listeners, out)
+            x_listeners_name = e_listeners.name
+            if x_listeners_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_listeners_name = x_listeners_name.encode()
+                if len(b_listeners_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_listeners_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_name
+            x_listeners_host = e_listeners.host
+            if x_listeners_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_listeners_host = x_listeners_host.encode()
+                if len(b_listeners_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_listeners_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_listeners_host
+            out += _S0.pack(e_listeners.port)
+            if e_listeners.unknown_tagged_fields:
+                _write_tagged(out, [], e_listeners.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0(o.k_raft_version_feature, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -329,8 +421,8 @@ def _encode_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, out: bytearray)
 
 
 def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: int) -> tuple[UpdateRaftVoterResponseCurrentLeader, int]:
-    o = _new(UpdateRaftVoterResponseCurrentLeader)
     blen = len(buf)
+    o = _new(UpdateRaftVoterResponseCurrentLeader)
     o.leader_id, o.leader_epoch = _S3.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -396,8 +488,8 @@ def _encode_UpdateRaftVoterResponseCurrentLeader_v0(o: UpdateRaftVoterResponseCu
 
 
 def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
-    o = _new(UpdateRaftVoterResponse)
     blen = len(buf)
+    o = _new(UpdateRaftVoterResponse)
     o.current_leader = UpdateRaftVoterResponseCurrentLeader()
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6

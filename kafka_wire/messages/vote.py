@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -139,8 +148,8 @@ class VoteResponse(Message):
 
 
 def _decode_VoteRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[VoteRequestPartitionData, int]:
-    o = _new(VoteRequestPartitionData)
     blen = len(buf)
+    o = _new(VoteRequestPartitionData)
     o.replica_directory_id = ZERO_UUID
     o.voter_directory_id = ZERO_UUID
     o.pre_vote = False
@@ -179,13 +188,13 @@ def _encode_VoteRequestPartitionData_v0(o: VoteRequestPartitionData, out: bytear
 
 
 def _decode_VoteRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[VoteRequestPartitionData, int]:
-    o = _new(VoteRequestPartitionData)
     blen = len(buf)
+    o = _new(VoteRequestPartitionData)
     o.pre_vote = False
     o.partition_index, o.replica_epoch, o.replica_id, u_replica_directory_id_raw, u_voter_directory_id_raw, o.last_offset_epoch, o.last_offset = _S1.unpack_from(buf, pos)
     pos += 56
-    o.replica_directory_id = UUID(bytes=u_replica_directory_id_raw)
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -219,12 +228,12 @@ def _encode_VoteRequestPartitionData_v1(o: VoteRequestPartitionData, out: bytear
 
 
 def _decode_VoteRequestPartitionData_v2(buf: bytes, pos: int) -> tuple[VoteRequestPartitionData, int]:
-    o = _new(VoteRequestPartitionData)
     blen = len(buf)
+    o = _new(VoteRequestPartitionData)
     o.partition_index, o.replica_epoch, o.replica_id, u_replica_directory_id_raw, u_voter_directory_id_raw, o.last_offset_epoch, o.last_offset, o.pre_vote = _S2.unpack_from(buf, pos)
     pos += 57
-    o.replica_directory_id = UUID(bytes=u_replica_directory_id_raw)
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -256,8 +265,8 @@ def _encode_VoteRequestPartitionData_v2(o: VoteRequestPartitionData, out: bytear
 
 
 def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTopicData, int]:
-    o = _new(VoteRequestTopicData)
     blen = len(buf)
+    o = _new(VoteRequestTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -288,8 +297,32 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTo
         lst_partitions: list[VoteRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_VoteRequestPartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(VoteRequestPartitionData)
+            e_partitions.replica_directory_id = ZERO_UUID
+            e_partitions.voter_directory_id = ZERO_UUID
+            e_partitions.pre_vote = False
+            e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, e_partitions.last_offset_epoch, e_partitions.last_offset = _S0.unpack_from(buf, pos)
+            pos += 24
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -337,7 +370,13 @@ def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_VoteRequestPartitionData_v0(e_partitions, out)
+            if bool(e_partitions.pre_vote):
+                raise FieldNotInVersionError('non-default PreVote cannot be written', version=0)
+            out += _S0.pack(e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, e_partitions.last_offset_epoch, e_partitions.last_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -345,8 +384,8 @@ def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, out: bytearray) -> 
 
 
 def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTopicData, int]:
-    o = _new(VoteRequestTopicData)
     blen = len(buf)
+    o = _new(VoteRequestTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -377,8 +416,32 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTo
         lst_partitions: list[VoteRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_VoteRequestPartitionData_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(VoteRequestPartitionData)
+            e_partitions.pre_vote = False
+            e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, u_replica_directory_id_raw, u_voter_directory_id_raw, e_partitions.last_offset_epoch, e_partitions.last_offset = _S1.unpack_from(buf, pos)
+            pos += 56
+            e_partitions.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
+            e_partitions.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -426,7 +489,13 @@ def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_VoteRequestPartitionData_v1(e_partitions, out)
+            if bool(e_partitions.pre_vote):
+                raise FieldNotInVersionError('non-default PreVote cannot be written', version=1)
+            out += _S1.pack(e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, e_partitions.replica_directory_id.bytes, e_partitions.voter_directory_id.bytes, e_partitions.last_offset_epoch, e_partitions.last_offset)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -434,8 +503,8 @@ def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, out: bytearray) -> 
 
 
 def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTopicData, int]:
-    o = _new(VoteRequestTopicData)
     blen = len(buf)
+    o = _new(VoteRequestTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -466,8 +535,31 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTo
         lst_partitions: list[VoteRequestPartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_VoteRequestPartitionData_v2(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(VoteRequestPartitionData)
+            e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, u_replica_directory_id_raw, u_voter_directory_id_raw, e_partitions.last_offset_epoch, e_partitions.last_offset, e_partitions.pre_vote = _S2.unpack_from(buf, pos)
+            pos += 57
+            e_partitions.replica_directory_id = ZERO_UUID if u_replica_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_replica_directory_id_raw)
+            e_partitions.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -515,7 +607,11 @@ def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, out: bytearray) -> 
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_VoteRequestPartitionData_v2(e_partitions, out)
+            out += _S2.pack(e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, e_partitions.replica_directory_id.bytes, e_partitions.voter_directory_id.bytes, e_partitions.last_offset_epoch, e_partitions.last_offset, e_partitions.pre_vote)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -523,8 +619,8 @@ def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, out: bytearray) -> 
 
 
 def _decode_VoteRequest_v0(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
-    o = _new(VoteRequest)
     blen = len(buf)
+    o = _new(VoteRequest)
     o.voter_id = -1
     n = buf[pos]
     if n < 0x80:
@@ -613,8 +709,8 @@ def _encode_VoteRequest_v0(o: VoteRequest, out: bytearray) -> None:
 
 
 def _decode_VoteRequest_v1(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
-    o = _new(VoteRequest)
     blen = len(buf)
+    o = _new(VoteRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -705,8 +801,8 @@ def _encode_VoteRequest_v1(o: VoteRequest, out: bytearray) -> None:
 
 
 def _decode_VoteRequest_v2(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
-    o = _new(VoteRequest)
     blen = len(buf)
+    o = _new(VoteRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -797,8 +893,8 @@ def _encode_VoteRequest_v2(o: VoteRequest, out: bytearray) -> None:
 
 
 def _decode_VoteResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[VoteResponsePartitionData, int]:
-    o = _new(VoteResponsePartitionData)
     blen = len(buf)
+    o = _new(VoteResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted = _S4.unpack_from(buf, pos)
     pos += 15
     n = buf[pos]
@@ -832,8 +928,8 @@ def _encode_VoteResponsePartitionData_v0(o: VoteResponsePartitionData, out: byte
 
 
 def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponseTopicData, int]:
-    o = _new(VoteResponseTopicData)
     blen = len(buf)
+    o = _new(VoteResponseTopicData)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -864,8 +960,29 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponse
         lst_partitions: list[VoteResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_VoteResponsePartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(VoteResponsePartitionData)
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch, e_partitions.vote_granted = _S4.unpack_from(buf, pos)
+            pos += 15
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -913,7 +1030,11 @@ def _encode_VoteResponseTopicData_v0(o: VoteResponseTopicData, out: bytearray) -
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_VoteResponsePartitionData_v0(e_partitions, out)
+            out += _S4.pack(e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch, e_partitions.vote_granted)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -921,8 +1042,8 @@ def _encode_VoteResponseTopicData_v0(o: VoteResponseTopicData, out: bytearray) -
 
 
 def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[VoteResponseNodeEndpoint, int]:
-    o = _new(VoteResponseNodeEndpoint)
     blen = len(buf)
+    o = _new(VoteResponseNodeEndpoint)
     o.node_id, = _S3.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -988,8 +1109,8 @@ def _encode_VoteResponseNodeEndpoint_v1(o: VoteResponseNodeEndpoint, out: bytear
 
 
 def _decode_VoteResponse_v0(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
-    o = _new(VoteResponse)
     blen = len(buf)
+    o = _new(VoteResponse)
     o.node_endpoints = []
     o.error_code, = _S6.unpack_from(buf, pos)
     pos += 2
@@ -1056,8 +1177,8 @@ def _encode_VoteResponse_v0(o: VoteResponse, out: bytearray) -> None:
 
 
 def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
-    o = _new(VoteResponse)
     blen = len(buf)
+    o = _new(VoteResponse)
     o.node_endpoints = []
     o.error_code, = _S6.unpack_from(buf, pos)
     pos += 2
@@ -1105,8 +1226,47 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
                     lst_node_endpoints: list[VoteResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
                     for _ in range(n):
-                        x_node_endpoints, pos = _decode_VoteResponseNodeEndpoint_v1(buf, pos)
-                        app_node_endpoints(x_node_endpoints)
+                        e_node_endpoints = _new(VoteResponseNodeEndpoint)
+                        e_node_endpoints.node_id, = _S3.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        n -= 1
+                        if n < 0:
+                            raise _invalid('non-nullable field Host was null')
+                        else:
+                            if n > 0x7FFF:
+                                raise _invalid('string field Host is too long')
+                            end = pos + n
+                            if end > blen:
+                                raise _truncated('Host')
+                            e_node_endpoints.host = buf[pos:end].decode()
+                            pos = end
+                        e_node_endpoints.port, = _S5.unpack_from(buf, pos)
+                        pos += 2
+                        n = buf[pos]
+                        if n < 0x80:
+                            pos += 1
+                        else:
+                            n, pos = _read_uvarint(buf, pos)
+                        if n == 0:
+                            e_node_endpoints.unknown_tagged_fields = ()
+                        else:
+                            unknown_e_node_endpoints = []
+                            for _ in range(n):
+                                tag, pos = _read_uvarint(buf, pos)
+                                size, pos = _read_uvarint(buf, pos)
+                                if True:
+                                    end = pos + size
+                                    if end > blen:
+                                        raise _truncated('a tagged field')
+                                    unknown_e_node_endpoints.append((tag, buf[pos:end]))
+                                    pos = end
+                            e_node_endpoints.unknown_tagged_fields = tuple(unknown_e_node_endpoints)
+                        app_node_endpoints(e_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
@@ -1144,7 +1304,25 @@ def _encode_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
             else:
                 _write_uvarint(t, m)
             for e_node_endpoints in x_node_endpoints:
-                _encode_VoteResponseNodeEndpoint_v1(e_node_endpoints, t)
+                t += _S3.pack(e_node_endpoints.node_id)
+                x_node_endpoints_host = e_node_endpoints.host
+                if x_node_endpoints_host is None:
+                    raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
+                else:
+                    b_node_endpoints_host = x_node_endpoints_host.encode()
+                    if len(b_node_endpoints_host) > 0x7FFF:
+                        raise ValueOutOfRangeError('string field Host is too long', version=1)
+                    m = len(b_node_endpoints_host) + 1
+                    if m < 0x80:
+                        t.append(m)
+                    else:
+                        _write_uvarint(t, m)
+                    t += b_node_endpoints_host
+                t += _S5.pack(e_node_endpoints.port)
+                if e_node_endpoints.unknown_tagged_fields:
+                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                else:
+                    t.append(0)
         known.append((0, t))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))

@@ -10,10 +10,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -81,8 +90,8 @@ class VotersRecord(Message):
 
 
 def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: int) -> tuple[VotersRecordEndpoint, int]:
-    o = _new(VotersRecordEndpoint)
     blen = len(buf)
+    o = _new(VotersRecordEndpoint)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -174,8 +183,8 @@ def _encode_VotersRecordEndpoint_v0(o: VotersRecordEndpoint, out: bytearray) -> 
 
 
 def _decode_VotersRecordKRaftVersionFeature_v0(buf: bytes, pos: int) -> tuple[VotersRecordKRaftVersionFeature, int]:
-    o = _new(VotersRecordKRaftVersionFeature)
     blen = len(buf)
+    o = _new(VotersRecordKRaftVersionFeature)
     o.min_supported_version, o.max_supported_version = _S1.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
@@ -209,11 +218,11 @@ def _encode_VotersRecordKRaftVersionFeature_v0(o: VotersRecordKRaftVersionFeatur
 
 
 def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVoter, int]:
-    o = _new(VotersRecordVoter)
     blen = len(buf)
+    o = _new(VotersRecordVoter)
     o.voter_id, u_voter_directory_id_raw = _S2.unpack_from(buf, pos)
     pos += 20
-    o.voter_directory_id = UUID(bytes=u_voter_directory_id_raw)
+    o.voter_directory_id = ZERO_UUID if u_voter_directory_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_voter_directory_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -228,8 +237,61 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
         lst_endpoints: list[VotersRecordEndpoint] = []
         app_endpoints = lst_endpoints.append
         for _ in range(n):
-            x_endpoints, pos = _decode_VotersRecordEndpoint_v0(buf, pos)
-            app_endpoints(x_endpoints)
+            e_endpoints = _new(VotersRecordEndpoint)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_endpoints.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Host was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Host is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Host')
+                e_endpoints.host = buf[pos:end].decode()
+                pos = end
+            e_endpoints.port, = _S0.unpack_from(buf, pos)
+            pos += 2
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_endpoints.unknown_tagged_fields = ()
+            else:
+                unknown_e_endpoints = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_endpoints.append((tag, buf[pos:end]))
+                        pos = end
+                e_endpoints.unknown_tagged_fields = tuple(unknown_e_endpoints)
+            app_endpoints(e_endpoints)
         o.endpoints = lst_endpoints
     o.k_raft_version_feature, pos = _decode_VotersRecordKRaftVersionFeature_v0(buf, pos)
     n = buf[pos]
@@ -266,7 +328,37 @@ def _encode_VotersRecordVoter_v0(o: VotersRecordVoter, out: bytearray) -> None:
         else:
             _write_uvarint(out, m)
         for e_endpoints in x_endpoints:
-            _encode_VotersRecordEndpoint_v0(e_endpoints, out)
+            x_endpoints_name = e_endpoints.name
+            if x_endpoints_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_endpoints_name = x_endpoints_name.encode()
+                if len(b_endpoints_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                m = len(b_endpoints_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_endpoints_name
+            x_endpoints_host = e_endpoints.host
+            if x_endpoints_host is None:
+                raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
+            else:
+                b_endpoints_host = x_endpoints_host.encode()
+                if len(b_endpoints_host) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Host is too long', version=0)
+                m = len(b_endpoints_host) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_endpoints_host
+            out += _S0.pack(e_endpoints.port)
+            if e_endpoints.unknown_tagged_fields:
+                _write_tagged(out, [], e_endpoints.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     _encode_VotersRecordKRaftVersionFeature_v0(o.k_raft_version_feature, out)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -275,8 +367,8 @@ def _encode_VotersRecordVoter_v0(o: VotersRecordVoter, out: bytearray) -> None:
 
 
 def _decode_VotersRecord_v0(buf: bytes, pos: int) -> tuple[VotersRecord, int]:
-    o = _new(VotersRecord)
     blen = len(buf)
+    o = _new(VotersRecord)
     o.version, = _S3.unpack_from(buf, pos)
     pos += 2
     n = buf[pos]

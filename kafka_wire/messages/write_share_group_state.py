@@ -11,10 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import (
+    FRESH,
+    ZERO_UUID,
+    ZERO_UUID_BYTES,
+    FieldSpec,
+    Message,
+    Struct,
+    TaggedFields,
+)
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -125,8 +134,8 @@ class WriteShareGroupStateResponse(Message):
 
 
 def _decode_WriteShareGroupStateRequestStateBatch_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestStateBatch, int]:
-    o = _new(WriteShareGroupStateRequestStateBatch)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestStateBatch)
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S0.unpack_from(buf, pos)
     pos += 19
     n = buf[pos]
@@ -160,8 +169,8 @@ def _encode_WriteShareGroupStateRequestStateBatch_v0(o: WriteShareGroupStateRequ
 
 
 def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestPartitionData, int]:
-    o = _new(WriteShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestPartitionData)
     o.delivery_complete_count = -1
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S1.unpack_from(buf, pos)
     pos += 20
@@ -179,8 +188,29 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
         app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
-            app_state_batches(x_state_batches)
+            e_state_batches = _new(WriteShareGroupStateRequestStateBatch)
+            e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S0.unpack_from(buf, pos)
+            pos += 19
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_state_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_state_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_state_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_state_batches.unknown_tagged_fields = tuple(unknown_e_state_batches)
+            app_state_batches(e_state_batches)
         o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
@@ -216,7 +246,11 @@ def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateR
         else:
             _write_uvarint(out, m)
         for e_state_batches in x_state_batches:
-            _encode_WriteShareGroupStateRequestStateBatch_v0(e_state_batches, out)
+            out += _S0.pack(e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count)
+            if e_state_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_state_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -224,8 +258,8 @@ def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateR
 
 
 def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestPartitionData, int]:
-    o = _new(WriteShareGroupStateRequestPartitionData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestPartitionData)
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _S2.unpack_from(buf, pos)
     pos += 24
     n = buf[pos]
@@ -242,8 +276,29 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
         app_state_batches = lst_state_batches.append
         for _ in range(n):
-            x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
-            app_state_batches(x_state_batches)
+            e_state_batches = _new(WriteShareGroupStateRequestStateBatch)
+            e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S0.unpack_from(buf, pos)
+            pos += 19
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_state_batches.unknown_tagged_fields = ()
+            else:
+                unknown_e_state_batches = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_state_batches.append((tag, buf[pos:end]))
+                        pos = end
+                e_state_batches.unknown_tagged_fields = tuple(unknown_e_state_batches)
+            app_state_batches(e_state_batches)
         o.state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
@@ -279,7 +334,11 @@ def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateR
         else:
             _write_uvarint(out, m)
         for e_state_batches in x_state_batches:
-            _encode_WriteShareGroupStateRequestStateBatch_v0(e_state_batches, out)
+            out += _S0.pack(e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count)
+            if e_state_batches.unknown_tagged_fields:
+                _write_tagged(out, [], e_state_batches.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -287,11 +346,11 @@ def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateR
 
 
 def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestWriteStateData, int]:
-    o = _new(WriteShareGroupStateRequestWriteStateData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestWriteStateData)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -351,11 +410,11 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v0(o: WriteShareGroupState
 
 
 def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequestWriteStateData, int]:
-    o = _new(WriteShareGroupStateRequestWriteStateData)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequestWriteStateData)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -415,8 +474,8 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v1(o: WriteShareGroupState
 
 
 def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    o = _new(WriteShareGroupStateRequest)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -504,8 +563,8 @@ def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, out: 
 
 
 def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    o = _new(WriteShareGroupStateRequest)
     blen = len(buf)
+    o = _new(WriteShareGroupStateRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -593,8 +652,8 @@ def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, out: 
 
 
 def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateResponsePartitionResult, int]:
-    o = _new(WriteShareGroupStateResponsePartitionResult)
     blen = len(buf)
+    o = _new(WriteShareGroupStateResponsePartitionResult)
     o.partition, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -657,11 +716,11 @@ def _encode_WriteShareGroupStateResponsePartitionResult_v0(o: WriteShareGroupSta
 
 
 def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateResponseWriteStateResult, int]:
-    o = _new(WriteShareGroupStateResponseWriteStateResult)
     blen = len(buf)
+    o = _new(WriteShareGroupStateResponseWriteStateResult)
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
     pos += 16
-    o.topic_id = UUID(bytes=u_topic_id_raw)
+    o.topic_id = ZERO_UUID if u_topic_id_raw == ZERO_UUID_BYTES else _uuid_from_bytes(u_topic_id_raw)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -676,8 +735,45 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
         lst_partitions: list[WriteShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_WriteShareGroupStateResponsePartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(WriteShareGroupStateResponsePartitionResult)
+            e_partitions.partition, e_partitions.error_code = _S4.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partitions.error_message = None
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field ErrorMessage is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('ErrorMessage')
+                e_partitions.error_message = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -713,7 +809,24 @@ def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupSt
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_WriteShareGroupStateResponsePartitionResult_v0(e_partitions, out)
+            out += _S4.pack(e_partitions.partition, e_partitions.error_code)
+            x_partitions_error_message = e_partitions.error_message
+            if x_partitions_error_message is None:
+                out.append(0)
+            else:
+                b_partitions_error_message = x_partitions_error_message.encode()
+                if len(b_partitions_error_message) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
+                m = len(b_partitions_error_message) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_partitions_error_message
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -721,8 +834,8 @@ def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupSt
 
 
 def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
-    o = _new(WriteShareGroupStateResponse)
     blen = len(buf)
+    o = _new(WriteShareGroupStateResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1

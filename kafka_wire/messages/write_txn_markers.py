@@ -30,8 +30,8 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
 _new = object.__new__
-_S0 = _Struct('>h')
-_S1 = _Struct('>i')
+_S0 = _Struct('>i')
+_S1 = _Struct('>h')
 _S2 = _Struct('>qh?i')
 _S3 = _Struct('>qh?')
 _S4 = _Struct('>ib')
@@ -131,28 +131,29 @@ class WriteTxnMarkersResponse(Message):
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequestWritableTxnMarkerTopic, int]:
-    o = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -166,7 +167,7 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(o: WriteTxnMarkersRe
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_partition_indexes = o.partition_indexes
     if x_partition_indexes is None:
@@ -179,8 +180,8 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(o: WriteTxnMarkersRe
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequestWritableTxnMarkerTopic, int]:
-    o = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
     blen = len(buf)
+    o = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -206,9 +207,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: int
     if n < 0:
         raise _invalid('non-nullable field PartitionIndexes was null')
     else:
-        if n * 4 > blen - pos:
-            raise _truncated('PartitionIndexes')
-        o.partition_indexes = list((_Ai32[n] if n < 64 else _Struct(f'>{n}i')).unpack_from(buf, pos))
+        if n < 64:
+            o.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+        else:
+            if n * 4 > blen - pos:
+                raise _truncated('PartitionIndexes')
+            o.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
         pos += n * 4
     n = buf[pos]
     if n < 0x80:
@@ -264,8 +268,8 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(o: WriteTxnMarkersRe
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequestWritableTxnMarker, int]:
-    o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     blen = len(buf)
+    o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     o.transaction_version = 0
     o.producer_id, o.producer_epoch, o.transaction_result, n = _S2.unpack_from(buf, pos)
     pos += 15
@@ -277,10 +281,33 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: int) -> 
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
+            n = buf[pos] << 8 | buf[pos + 1]
+            pos += 2
+            if n > 0x7FFF:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n, = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            e_topics.unknown_tagged_fields = ()
+            app_topics(e_topics)
         o.topics = lst_topics
-    o.coordinator_epoch, = _S1.unpack_from(buf, pos)
+    o.coordinator_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
     o.unknown_tagged_fields = ()
     return o, pos
@@ -292,17 +319,33 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(o: WriteTxnMarkersRequest
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
-            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(e_topics, out)
-    out += _S1.pack(o.coordinator_epoch)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=0)
+                out += _S1.pack(len(b_topics_name))
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                out += (_Ci32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>i{k_topics_partition_indexes}i')).pack(k_topics_partition_indexes, *x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
+    out += _S0.pack(o.coordinator_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequestWritableTxnMarker, int]:
-    o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     blen = len(buf)
+    o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     o.transaction_version = 0
     o.producer_id, o.producer_epoch, o.transaction_result = _S3.unpack_from(buf, pos)
     pos += 11
@@ -320,10 +363,61 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
-    o.coordinator_epoch, = _S1.unpack_from(buf, pos)
+    o.coordinator_epoch, = _S0.unpack_from(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -359,8 +453,35 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequest
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e_topics, out)
-    out += _S1.pack(o.coordinator_epoch)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=1)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
+    out += _S0.pack(o.coordinator_epoch)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -368,8 +489,8 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequest
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequestWritableTxnMarker, int]:
-    o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     blen = len(buf)
+    o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     o.producer_id, o.producer_epoch, o.transaction_result = _S3.unpack_from(buf, pos)
     pos += 11
     n = buf[pos]
@@ -386,8 +507,59 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
         app_topics = lst_topics.append
         for _ in range(n):
-            x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
-            app_topics(x_topics)
+            e_topics = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field Name was null')
+            else:
+                if n > 0x7FFF:
+                    raise _invalid('string field Name is too long')
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Name')
+                e_topics.name = buf[pos:end].decode()
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                raise _invalid('non-nullable field PartitionIndexes was null')
+            else:
+                if n < 64:
+                    e_topics.partition_indexes = [*_Ai32[n].unpack_from(buf, pos)]
+                else:
+                    if n * 4 > blen - pos:
+                        raise _truncated('PartitionIndexes')
+                    e_topics.partition_indexes = [*_Struct(f'>{n}i').unpack_from(buf, pos)]
+                pos += n * 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_topics.unknown_tagged_fields = ()
+            else:
+                unknown_e_topics = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_topics.append((tag, buf[pos:end]))
+                        pos = end
+                e_topics.unknown_tagged_fields = tuple(unknown_e_topics)
+            app_topics(e_topics)
         o.topics = lst_topics
     o.coordinator_epoch, o.transaction_version = _S4.unpack_from(buf, pos)
     pos += 5
@@ -425,7 +597,34 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequest
         else:
             _write_uvarint(out, m)
         for e_topics in x_topics:
-            _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e_topics, out)
+            x_topics_name = e_topics.name
+            if x_topics_name is None:
+                raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
+            else:
+                b_topics_name = x_topics_name.encode()
+                if len(b_topics_name) > 0x7FFF:
+                    raise ValueOutOfRangeError('string field Name is too long', version=2)
+                m = len(b_topics_name) + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += b_topics_name
+            x_topics_partition_indexes = e_topics.partition_indexes
+            if x_topics_partition_indexes is None:
+                raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
+            else:
+                k_topics_partition_indexes = len(x_topics_partition_indexes)
+                m = k_topics_partition_indexes + 1
+                if m < 0x80:
+                    out.append(m)
+                else:
+                    _write_uvarint(out, m)
+                out += (_Ai32[k_topics_partition_indexes] if k_topics_partition_indexes < 64 else _Struct(f'>{k_topics_partition_indexes}i')).pack(*x_topics_partition_indexes)
+            if e_topics.unknown_tagged_fields:
+                _write_tagged(out, [], e_topics.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     out += _S4.pack(o.coordinator_epoch, o.transaction_version)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
@@ -434,9 +633,9 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequest
 
 
 def _decode_WriteTxnMarkersRequest_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    o = _new(WriteTxnMarkersRequest)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(WriteTxnMarkersRequest)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Markers was null')
@@ -458,7 +657,7 @@ def _encode_WriteTxnMarkersRequest_v0(o: WriteTxnMarkersRequest, out: bytearray)
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=0)
     else:
-        out += _S1.pack(len(x_markers))
+        out += _S0.pack(len(x_markers))
         for e_markers in x_markers:
             _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(e_markers, out)
     if o.unknown_tagged_fields:
@@ -466,8 +665,8 @@ def _encode_WriteTxnMarkersRequest_v0(o: WriteTxnMarkersRequest, out: bytearray)
 
 
 def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    o = _new(WriteTxnMarkersRequest)
     blen = len(buf)
+    o = _new(WriteTxnMarkersRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -526,8 +725,8 @@ def _encode_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, out: bytearray)
 
 
 def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    o = _new(WriteTxnMarkersRequest)
     blen = len(buf)
+    o = _new(WriteTxnMarkersRequest)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -600,8 +799,8 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(o: WriteT
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, int]:
-    o = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
     blen = len(buf)
+    o = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
     o.partition_index, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -635,21 +834,19 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(o: WriteT
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerTopicResult, int]:
-    o = _new(WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
     blen = len(buf)
-    n, = _S0.unpack_from(buf, pos)
+    o = _new(WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
+    n = buf[pos] << 8 | buf[pos + 1]
     pos += 2
-    if n < 0:
+    if n > 0x7FFF:
         raise _invalid('non-nullable field Name was null')
     else:
-        if n > 0x7FFF:
-            raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    n, = _S1.unpack_from(buf, pos)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Partitions was null')
@@ -659,8 +856,11 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, p
         lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
+            e_partitions.partition_index, e_partitions.error_code = _S5.unpack_from(buf, pos)
+            pos += 6
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -674,22 +874,24 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(o: WriteTxnMa
         b_name = x_name.encode()
         if len(b_name) > 0x7FFF:
             raise ValueOutOfRangeError('string field Name is too long', version=0)
-        out += _S0.pack(len(b_name))
+        out += _S1.pack(len(b_name))
         out += b_name
     x_partitions = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        out += _S1.pack(len(x_partitions))
+        out += _S0.pack(len(x_partitions))
         for e_partitions in x_partitions:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                raise EncodeError('tagged fields cannot be written in version 0')
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerTopicResult, int]:
-    o = _new(WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
     blen = len(buf)
+    o = _new(WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -720,8 +922,29 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
         lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
+            e_partitions.partition_index, e_partitions.error_code = _S5.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partitions.unknown_tagged_fields = ()
+            else:
+                unknown_e_partitions = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partitions.append((tag, buf[pos:end]))
+                        pos = end
+                e_partitions.unknown_tagged_fields = tuple(unknown_e_partitions)
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
@@ -769,7 +992,11 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(o: WriteTxnMa
         else:
             _write_uvarint(out, m)
         for e_partitions in x_partitions:
-            _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(e_partitions, out)
+            out += _S5.pack(e_partitions.partition_index, e_partitions.error_code)
+            if e_partitions.unknown_tagged_fields:
+                _write_tagged(out, [], e_partitions.unknown_tagged_fields, frozenset())
+            else:
+                out.append(0)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -777,8 +1004,8 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(o: WriteTxnMa
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerResult, int]:
-    o = _new(WriteTxnMarkersResponseWritableTxnMarkerResult)
     blen = len(buf)
+    o = _new(WriteTxnMarkersResponseWritableTxnMarkerResult)
     o.producer_id, n = _S6.unpack_from(buf, pos)
     pos += 12
     if n < 0:
@@ -802,7 +1029,7 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(o: WriteTxnMarkers
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        out += _S1.pack(len(x_topics))
+        out += _S0.pack(len(x_topics))
         for e_topics in x_topics:
             _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(e_topics, out)
     if o.unknown_tagged_fields:
@@ -810,8 +1037,8 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(o: WriteTxnMarkers
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerResult, int]:
-    o = _new(WriteTxnMarkersResponseWritableTxnMarkerResult)
     blen = len(buf)
+    o = _new(WriteTxnMarkersResponseWritableTxnMarkerResult)
     o.producer_id, = _S7.unpack_from(buf, pos)
     pos += 8
     n = buf[pos]
@@ -873,9 +1100,9 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(o: WriteTxnMarkers
 
 
 def _decode_WriteTxnMarkersResponse_v0(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
-    o = _new(WriteTxnMarkersResponse)
     blen = len(buf)
-    n, = _S1.unpack_from(buf, pos)
+    o = _new(WriteTxnMarkersResponse)
+    n, = _S0.unpack_from(buf, pos)
     pos += 4
     if n < 0:
         raise _invalid('non-nullable field Markers was null')
@@ -897,7 +1124,7 @@ def _encode_WriteTxnMarkersResponse_v0(o: WriteTxnMarkersResponse, out: bytearra
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=0)
     else:
-        out += _S1.pack(len(x_markers))
+        out += _S0.pack(len(x_markers))
         for e_markers in x_markers:
             _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(e_markers, out)
     if o.unknown_tagged_fields:
@@ -905,8 +1132,8 @@ def _encode_WriteTxnMarkersResponse_v0(o: WriteTxnMarkersResponse, out: bytearra
 
 
 def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
-    o = _new(WriteTxnMarkersResponse)
     blen = len(buf)
+    o = _new(WriteTxnMarkersResponse)
     n = buf[pos]
     if n < 0x80:
         pos += 1
