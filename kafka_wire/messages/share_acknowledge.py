@@ -17,6 +17,7 @@ from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec,
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -1205,3 +1206,5 @@ ShareAcknowledgeResponse._encoders = {0: _encode_ShareAcknowledgeResponse_v0, 1:
 ShareAcknowledgeResponse.API_KEY = 79
 ShareAcknowledgeResponse.KIND = 'response'
 ShareAcknowledgeResponse.VERSIONS = (0, 1, 2)
+
+_use_native(__name__)

@@ -17,6 +17,7 @@ from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, FieldSpec,
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -540,3 +541,5 @@ ShareGroupHeartbeatResponse._encoders = {0: _encode_ShareGroupHeartbeatResponse_
 ShareGroupHeartbeatResponse.API_KEY = 76
 ShareGroupHeartbeatResponse.KIND = 'response'
 ShareGroupHeartbeatResponse.VERSIONS = (0, 1)
+
+_use_native(__name__)

@@ -15,6 +15,7 @@ from kafka_wire.codec.runtime import FRESH, ZERO_UUID, FieldSpec, Message, Struc
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -1538,3 +1539,5 @@ TxnOffsetCommitResponse._encoders = {0: _encode_TxnOffsetCommitResponse_v0, 1: _
 TxnOffsetCommitResponse.API_KEY = 28
 TxnOffsetCommitResponse.KIND = 'response'
 TxnOffsetCommitResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
+
+_use_native(__name__)
