@@ -57,9 +57,7 @@ class NativeModuleEmitter(ModuleEmitter):
         elif kind == "uint32":
             w.line(f"{target} = int(read_i32_be(buf, pos)) & 0xFFFFFFFF")
         elif kind == "uuid":
-            with w.block("if pos + 16 > blen:"):
-                w.line("raise IndexError('uuid past the end')")
-            w.line(f"{target} = UUID(bytes=buf[pos : pos + 16])")
+            w.line(f"{target} = _uuid(buf, pos)")
         else:
             raise SchemaError(f"not a fixed-width kind: {kind}")
         w.line(f"pos += {size}")
@@ -345,7 +343,7 @@ class NativeModuleEmitter(ModuleEmitter):
         self.write_length(w, flexible, "array", f"len(l_{p})", out)
         if ek in FIXED_WIDTH:
             with w.block(f"for e_{p} in l_{p}:"):
-                self.write_fixed(w, ek, f"e_{p}")
+                self.write_fixed(w, ek, f"e_{p}", out)
         elif ek in ("string", "bytes"):
             with w.block(f"for e_{p} in l_{p}:"):
                 if ek == "string":
@@ -375,9 +373,11 @@ class NativeModuleEmitter(ModuleEmitter):
         w.line("known: list[tuple[int, bytes | bytearray]] = []")
         for f in tagged:
             with w.block(f"if {nondefault_check(f, 'o.' + f.py_name, self.msg_classes)}:"):
-                w.line("t = BytesWriter()")
-                self.write_value(w, msg, f, v, f"o.{f.py_name}", True, "t")
-                w.line(f"known.append(({f.tag}, t.getvalue()))")
+                # one writer variable per field: mypyc types a re-bound local as ``object``
+                t = f"t_{f.py_name}"
+                w.line(f"{t} = BytesWriter()")
+                self.write_value(w, msg, f, v, f"o.{f.py_name}", True, t)
+                w.line(f"known.append(({f.tag}, {t}.getvalue()))")
         with w.block("if o.unknown_tagged_fields or known:"):
             w.line(f"_put_tagged(w, known, o.unknown_tagged_fields, frozenset({known_tags!r}))")
         with w.block("else:"):
@@ -405,7 +405,7 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line("from __future__ import annotations")
         head.line()
         head.line("from typing import Any, Final")
-        head.line("from uuid import UUID")
+        head.line("from uuid import UUID, SafeUUID")
         head.line()
         head.line("from librt.strings import (")
         for prim in ("BytesWriter", "read_f64_be", "read_i16_be", "read_i32_be", "read_i64_be",
@@ -446,7 +446,10 @@ class NativeModuleEmitter(ModuleEmitter):
         return _tidy(text)
 
 
-_HELPERS = '''_ZERO: Final[u8] = 0
+_HELPERS = '''_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
+_ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
 
@@ -466,6 +469,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:

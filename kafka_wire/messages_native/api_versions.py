@@ -9,7 +9,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -22,7 +22,7 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import install_native
+from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
@@ -42,6 +42,9 @@ _K_ApiVersionsResponse: Final = ApiVersionsResponse
 _K_ApiVersionsResponseApiVersion: Final = ApiVersionsResponseApiVersion
 _K_ApiVersionsResponseFinalizedFeatureKey: Final = ApiVersionsResponseFinalizedFeatureKey
 _K_ApiVersionsResponseSupportedFeatureKey: Final = ApiVersionsResponseSupportedFeatureKey
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -62,6 +65,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -738,7 +753,7 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
     write_i32_be(w, o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.supported_features is None or len(o.supported_features) != 0:
-        t = BytesWriter()
+        t_supported_features = BytesWriter()
         x_supported_features = o.supported_features
         if x_supported_features is None:
             raise ValueOutOfRangeError('non-nullable field SupportedFeatures is None', version=3)
@@ -746,18 +761,18 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
             l_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = x_supported_features
             m = len(l_supported_features) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_supported_features.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_supported_features, m)
             for e_supported_features in l_supported_features:
-                _encode_ApiVersionsResponseSupportedFeatureKey_v3(e_supported_features, t)
-        known.append((0, t.getvalue()))
+                _encode_ApiVersionsResponseSupportedFeatureKey_v3(e_supported_features, t_supported_features)
+        known.append((0, t_supported_features.getvalue()))
     if o.finalized_features_epoch != -1:
-        t = BytesWriter()
-        write_i64_be(t, o.finalized_features_epoch)
-        known.append((1, t.getvalue()))
+        t_finalized_features_epoch = BytesWriter()
+        write_i64_be(t_finalized_features_epoch, o.finalized_features_epoch)
+        known.append((1, t_finalized_features_epoch.getvalue()))
     if o.finalized_features is None or len(o.finalized_features) != 0:
-        t = BytesWriter()
+        t_finalized_features = BytesWriter()
         x_finalized_features = o.finalized_features
         if x_finalized_features is None:
             raise ValueOutOfRangeError('non-nullable field FinalizedFeatures is None', version=3)
@@ -765,16 +780,16 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
             l_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = x_finalized_features
             m = len(l_finalized_features) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_finalized_features.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_finalized_features, m)
             for e_finalized_features in l_finalized_features:
-                _encode_ApiVersionsResponseFinalizedFeatureKey_v3(e_finalized_features, t)
-        known.append((2, t.getvalue()))
+                _encode_ApiVersionsResponseFinalizedFeatureKey_v3(e_finalized_features, t_finalized_features)
+        known.append((2, t_finalized_features.getvalue()))
     if bool(o.zk_migration_ready):
-        t = BytesWriter()
-        t.append(_ONE if o.zk_migration_ready else _ZERO)
-        known.append((3, t.getvalue()))
+        t_zk_migration_ready = BytesWriter()
+        t_zk_migration_ready.append(_ONE if o.zk_migration_ready else _ZERO)
+        known.append((3, t_zk_migration_ready.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1, 2, 3]))
     else:

@@ -9,12 +9,13 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
     read_i16_be,
     read_i32_be,
+    read_i64_be,
     write_i16_be,
     write_i32_be,
 )
@@ -46,6 +47,9 @@ _K_BeginQuorumEpochResponse: Final = BeginQuorumEpochResponse
 _K_BeginQuorumEpochResponseNodeEndpoint: Final = BeginQuorumEpochResponseNodeEndpoint
 _K_BeginQuorumEpochResponsePartitionData: Final = BeginQuorumEpochResponsePartitionData
 _K_BeginQuorumEpochResponseTopicData: Final = BeginQuorumEpochResponseTopicData
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -66,6 +70,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -144,9 +160,7 @@ def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tup
     end: i64 = 0
     o.partition_index = read_i32_be(buf, pos)
     pos += 4
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.voter_directory_id = UUID(bytes=buf[pos : pos + 16])
+    o.voter_directory_id = _uuid(buf, pos)
     pos += 16
     o.leader_id = read_i32_be(buf, pos)
     pos += 4
@@ -1007,7 +1021,7 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: BytesWri
             _encode_BeginQuorumEpochResponseTopicData_v1(e_topics, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = BytesWriter()
+        t_node_endpoints = BytesWriter()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
@@ -1015,12 +1029,12 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: BytesWri
             l_node_endpoints: list[BeginQuorumEpochResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_node_endpoints.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_node_endpoints, m)
             for e_node_endpoints in l_node_endpoints:
-                _encode_BeginQuorumEpochResponseNodeEndpoint_v1(e_node_endpoints, t)
-        known.append((0, t.getvalue()))
+                _encode_BeginQuorumEpochResponseNodeEndpoint_v1(e_node_endpoints, t_node_endpoints)
+        known.append((0, t_node_endpoints.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:

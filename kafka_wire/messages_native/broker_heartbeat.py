@@ -9,7 +9,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -22,7 +22,7 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import install_native
+from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
@@ -36,6 +36,9 @@ _new: Final = object.__new__
 # The classes as static references: a module-global lookup is a dict lookup in mypyc.
 _K_BrokerHeartbeatRequest: Final = BrokerHeartbeatRequest
 _K_BrokerHeartbeatResponse: Final = BrokerHeartbeatResponse
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -56,6 +59,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -206,9 +221,7 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerHeart
                         raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
                     lst_offline_log_dirs: list[UUID] = []
                     for _ in range(n):
-                        if pos + 16 > blen:
-                            raise IndexError('uuid past the end')
-                        e_offline_log_dirs = UUID(bytes=buf[pos : pos + 16])
+                        e_offline_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_offline_log_dirs.append(e_offline_log_dirs)
                     o.offline_log_dirs = lst_offline_log_dirs
@@ -234,7 +247,7 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: BytesWriter)
     w.append(_ONE if o.want_shut_down else _ZERO)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
-        t = BytesWriter()
+        t_offline_log_dirs = BytesWriter()
         x_offline_log_dirs = o.offline_log_dirs
         if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=1)
@@ -242,12 +255,12 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: BytesWriter)
             l_offline_log_dirs: list[UUID] = x_offline_log_dirs
             m = len(l_offline_log_dirs) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_offline_log_dirs.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_offline_log_dirs, m)
             for e_offline_log_dirs in l_offline_log_dirs:
-                _put_uuid(w, e_offline_log_dirs)
-        known.append((0, t.getvalue()))
+                _put_uuid(t_offline_log_dirs, e_offline_log_dirs)
+        known.append((0, t_offline_log_dirs.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -297,9 +310,7 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                         raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
                     lst_offline_log_dirs: list[UUID] = []
                     for _ in range(n):
-                        if pos + 16 > blen:
-                            raise IndexError('uuid past the end')
-                        e_offline_log_dirs = UUID(bytes=buf[pos : pos + 16])
+                        e_offline_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_offline_log_dirs.append(e_offline_log_dirs)
                     o.offline_log_dirs = lst_offline_log_dirs
@@ -317,9 +328,7 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                         raise _invalid('array CordonedLogDirs declares more elements than bytes remain')
                     lst_cordoned_log_dirs: list[UUID] = []
                     for _ in range(n):
-                        if pos + 16 > blen:
-                            raise IndexError('uuid past the end')
-                        e_cordoned_log_dirs = UUID(bytes=buf[pos : pos + 16])
+                        e_cordoned_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_cordoned_log_dirs.append(e_cordoned_log_dirs)
                     o.cordoned_log_dirs = lst_cordoned_log_dirs
@@ -341,7 +350,7 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: BytesWriter)
     w.append(_ONE if o.want_shut_down else _ZERO)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
-        t = BytesWriter()
+        t_offline_log_dirs = BytesWriter()
         x_offline_log_dirs = o.offline_log_dirs
         if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=2)
@@ -349,27 +358,27 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: BytesWriter)
             l_offline_log_dirs: list[UUID] = x_offline_log_dirs
             m = len(l_offline_log_dirs) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_offline_log_dirs.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_offline_log_dirs, m)
             for e_offline_log_dirs in l_offline_log_dirs:
-                _put_uuid(w, e_offline_log_dirs)
-        known.append((0, t.getvalue()))
+                _put_uuid(t_offline_log_dirs, e_offline_log_dirs)
+        known.append((0, t_offline_log_dirs.getvalue()))
     if o.cordoned_log_dirs is not None:
-        t = BytesWriter()
+        t_cordoned_log_dirs = BytesWriter()
         x_cordoned_log_dirs = o.cordoned_log_dirs
         if x_cordoned_log_dirs is None:
-            t.append(_ZERO)
+            t_cordoned_log_dirs.append(_ZERO)
         else:
             l_cordoned_log_dirs: list[UUID] = x_cordoned_log_dirs
             m = len(l_cordoned_log_dirs) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cordoned_log_dirs.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_cordoned_log_dirs, m)
             for e_cordoned_log_dirs in l_cordoned_log_dirs:
-                _put_uuid(w, e_cordoned_log_dirs)
-        known.append((1, t.getvalue()))
+                _put_uuid(t_cordoned_log_dirs, e_cordoned_log_dirs)
+        known.append((1, t_cordoned_log_dirs.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:

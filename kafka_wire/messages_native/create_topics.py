@@ -11,12 +11,13 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
     read_i16_be,
     read_i32_be,
+    read_i64_be,
     write_i16_be,
     write_i32_be,
 )
@@ -46,6 +47,9 @@ _K_CreateTopicsRequestCreatableTopicConfig: Final = CreateTopicsRequestCreatable
 _K_CreateTopicsResponse: Final = CreateTopicsResponse
 _K_CreateTopicsResponseCreatableTopicConfigs: Final = CreateTopicsResponseCreatableTopicConfigs
 _K_CreateTopicsResponseCreatableTopicResult: Final = CreateTopicsResponseCreatableTopicResult
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -66,6 +70,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -1060,9 +1076,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
             _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e_configs, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
-        t = BytesWriter()
-        write_i16_be(t, o.topic_config_error_code)
-        known.append((0, t.getvalue()))
+        t_topic_config_error_code = BytesWriter()
+        write_i16_be(t_topic_config_error_code, o.topic_config_error_code)
+        known.append((0, t_topic_config_error_code.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1091,9 +1107,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
             raise _truncated('Name')
         o.name = buf[pos:end].decode()
         pos = end
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     o.error_code = read_i16_be(buf, pos)
     pos += 2
@@ -1203,9 +1217,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
             _encode_CreateTopicsResponseCreatableTopicConfigs_v5(e_configs, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
-        t = BytesWriter()
-        write_i16_be(t, o.topic_config_error_code)
-        known.append((0, t.getvalue()))
+        t_topic_config_error_code = BytesWriter()
+        write_i16_be(t_topic_config_error_code, o.topic_config_error_code)
+        known.append((0, t_topic_config_error_code.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:

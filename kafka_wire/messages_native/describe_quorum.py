@@ -9,7 +9,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -50,6 +50,9 @@ _K_DescribeQuorumResponseNode: Final = DescribeQuorumResponseNode
 _K_DescribeQuorumResponsePartitionData: Final = DescribeQuorumResponsePartitionData
 _K_DescribeQuorumResponseReplicaState: Final = DescribeQuorumResponseReplicaState
 _K_DescribeQuorumResponseTopicData: Final = DescribeQuorumResponseTopicData
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -70,6 +73,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -411,9 +426,7 @@ def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: i64) -> tuple
     end: i64 = 0
     o.replica_id = read_i32_be(buf, pos)
     pos += 4
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.replica_directory_id = UUID(bytes=buf[pos : pos + 16])
+    o.replica_directory_id = _uuid(buf, pos)
     pos += 16
     o.log_end_offset = read_i64_be(buf, pos)
     pos += 8

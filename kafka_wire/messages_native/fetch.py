@@ -11,7 +11,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -64,6 +64,9 @@ _K_FetchResponseLeaderIdAndEpoch: Final = FetchResponseLeaderIdAndEpoch
 _K_FetchResponseNodeEndpoint: Final = FetchResponseNodeEndpoint
 _K_FetchResponsePartitionData: Final = FetchResponsePartitionData
 _K_FetchResponseSnapshotId: Final = FetchResponseSnapshotId
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -84,6 +87,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -349,9 +364,7 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchReques
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                if pos + 16 > blen:
-                    raise IndexError('uuid past the end')
-                o.replica_directory_id = UUID(bytes=buf[pos : pos + 16])
+                o.replica_directory_id = _uuid(buf, pos)
                 pos += 16
             elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 17')
@@ -374,9 +387,9 @@ def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, w: BytesWriter) 
     write_i32_be(w, o.partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
-        t = BytesWriter()
-        _put_uuid(t, o.replica_directory_id)
-        known.append((0, t.getvalue()))
+        t_replica_directory_id = BytesWriter()
+        _put_uuid(t_replica_directory_id, o.replica_directory_id)
+        known.append((0, t_replica_directory_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -415,9 +428,7 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchReques
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                if pos + 16 > blen:
-                    raise IndexError('uuid past the end')
-                o.replica_directory_id = UUID(bytes=buf[pos : pos + 16])
+                o.replica_directory_id = _uuid(buf, pos)
                 pos += 16
             elif tag == 1:
                 o.high_watermark = read_i64_be(buf, pos)
@@ -441,13 +452,13 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, w: BytesWriter) 
     write_i32_be(w, o.partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
-        t = BytesWriter()
-        _put_uuid(t, o.replica_directory_id)
-        known.append((0, t.getvalue()))
+        t_replica_directory_id = BytesWriter()
+        _put_uuid(t_replica_directory_id, o.replica_directory_id)
+        known.append((0, t_replica_directory_id.getvalue()))
     if o.high_watermark != 9223372036854775807:
-        t = BytesWriter()
-        write_i64_be(t, o.high_watermark)
-        known.append((1, t.getvalue()))
+        t_high_watermark = BytesWriter()
+        write_i64_be(t_high_watermark, o.high_watermark)
+        known.append((1, t_high_watermark.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -720,9 +731,7 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     n: i64 = 0
     end: i64 = 0
     o.topic = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -788,9 +797,7 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     n: i64 = 0
     end: i64 = 0
     o.topic = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -856,9 +863,7 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     n: i64 = 0
     end: i64 = 0
     o.topic = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1074,9 +1079,7 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchR
     n: i64 = 0
     end: i64 = 0
     o.topic = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1792,21 +1795,21 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
         w.write(b_rack_id)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=12)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1974,21 +1977,21 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
         w.write(b_rack_id)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=13)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -2155,25 +2158,25 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
         w.write(b_rack_id)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=15)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
-        t = BytesWriter()
-        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
-        known.append((1, t.getvalue()))
+        t_replica_state = BytesWriter()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t_replica_state)
+        known.append((1, t_replica_state.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -2340,25 +2343,25 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
         w.write(b_rack_id)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=17)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
-        t = BytesWriter()
-        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
-        known.append((1, t.getvalue()))
+        t_replica_state = BytesWriter()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t_replica_state)
+        known.append((1, t_replica_state.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -2525,25 +2528,25 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
         w.write(b_rack_id)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=18)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
-        t = BytesWriter()
-        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
-        known.append((1, t.getvalue()))
+        t_replica_state = BytesWriter()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t_replica_state)
+        known.append((1, t_replica_state.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -3132,17 +3135,17 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, w: Byt
         w.write(b_records)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.diverging_epoch != _DEFAULT_FetchResponseEpochEndOffset:
-        t = BytesWriter()
-        _encode_FetchResponseEpochEndOffset_v12(o.diverging_epoch, t)
-        known.append((0, t.getvalue()))
+        t_diverging_epoch = BytesWriter()
+        _encode_FetchResponseEpochEndOffset_v12(o.diverging_epoch, t_diverging_epoch)
+        known.append((0, t_diverging_epoch.getvalue()))
     if o.current_leader != _DEFAULT_FetchResponseLeaderIdAndEpoch:
-        t = BytesWriter()
-        _encode_FetchResponseLeaderIdAndEpoch_v12(o.current_leader, t)
-        known.append((1, t.getvalue()))
+        t_current_leader = BytesWriter()
+        _encode_FetchResponseLeaderIdAndEpoch_v12(o.current_leader, t_current_leader)
+        known.append((1, t_current_leader.getvalue()))
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
-        t = BytesWriter()
-        _encode_FetchResponseSnapshotId_v12(o.snapshot_id, t)
-        known.append((2, t.getvalue()))
+        t_snapshot_id = BytesWriter()
+        _encode_FetchResponseSnapshotId_v12(o.snapshot_id, t_snapshot_id)
+        known.append((2, t_snapshot_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1, 2]))
     else:
@@ -3471,9 +3474,7 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tup
     n: i64 = 0
     end: i64 = 0
     o.topic = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -4128,7 +4129,7 @@ def _encode_FetchResponse_v16(o: FetchResponse, w: BytesWriter) -> None:
             _encode_FetchResponseFetchableTopicResponse_v13(e_responses, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = BytesWriter()
+        t_node_endpoints = BytesWriter()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=16)
@@ -4136,12 +4137,12 @@ def _encode_FetchResponse_v16(o: FetchResponse, w: BytesWriter) -> None:
             l_node_endpoints: list[FetchResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_node_endpoints.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_node_endpoints, m)
             for e_node_endpoints in l_node_endpoints:
-                _encode_FetchResponseNodeEndpoint_v16(e_node_endpoints, t)
-        known.append((0, t.getvalue()))
+                _encode_FetchResponseNodeEndpoint_v16(e_node_endpoints, t_node_endpoints)
+        known.append((0, t_node_endpoints.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:

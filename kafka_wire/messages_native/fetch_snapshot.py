@@ -9,7 +9,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -53,6 +53,9 @@ _K_FetchSnapshotResponseNodeEndpoint: Final = FetchSnapshotResponseNodeEndpoint
 _K_FetchSnapshotResponsePartitionSnapshot: Final = FetchSnapshotResponsePartitionSnapshot
 _K_FetchSnapshotResponseSnapshotId: Final = FetchSnapshotResponseSnapshotId
 _K_FetchSnapshotResponseTopicSnapshot: Final = FetchSnapshotResponseTopicSnapshot
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -73,6 +76,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -239,9 +254,7 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: i64) -> tu
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                if pos + 16 > blen:
-                    raise IndexError('uuid past the end')
-                o.replica_directory_id = UUID(bytes=buf[pos : pos + 16])
+                o.replica_directory_id = _uuid(buf, pos)
                 pos += 16
             else:
                 end = pos + size
@@ -260,9 +273,9 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v1(o: FetchSnapshotRequestPart
     write_i64_be(w, o.position)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
-        t = BytesWriter()
-        _put_uuid(t, o.replica_directory_id)
-        known.append((0, t.getvalue()))
+        t_replica_directory_id = BytesWriter()
+        _put_uuid(t_replica_directory_id, o.replica_directory_id)
+        known.append((0, t_replica_directory_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -533,21 +546,21 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: BytesWriter) -> 
             _encode_FetchSnapshotRequestTopicSnapshot_v0(e_topics, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -636,21 +649,21 @@ def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: BytesWriter) -> 
             _encode_FetchSnapshotRequestTopicSnapshot_v1(e_topics, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = BytesWriter()
+        t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(_ZERO)
+            t_cluster_id.append(_ZERO)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_cluster_id.append(u8(m))
             else:
-                _put_uvarint(t, m)
-            t.write(b_cluster_id)
-        known.append((0, t.getvalue()))
+                _put_uvarint(t_cluster_id, m)
+            t_cluster_id.write(b_cluster_id)
+        known.append((0, t_cluster_id.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -812,9 +825,9 @@ def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePa
         w.write(b_unaligned_records)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch:
-        t = BytesWriter()
-        _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o.current_leader, t)
-        known.append((0, t.getvalue()))
+        t_current_leader = BytesWriter()
+        _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o.current_leader, t_current_leader)
+        known.append((0, t_current_leader.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1136,7 +1149,7 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: BytesWriter) -
             _encode_FetchSnapshotResponseTopicSnapshot_v0(e_topics, w)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = BytesWriter()
+        t_node_endpoints = BytesWriter()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
@@ -1144,12 +1157,12 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: BytesWriter) -
             l_node_endpoints: list[FetchSnapshotResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_node_endpoints.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_node_endpoints, m)
             for e_node_endpoints in l_node_endpoints:
-                _encode_FetchSnapshotResponseNodeEndpoint_v1(e_node_endpoints, t)
-        known.append((0, t.getvalue()))
+                _encode_FetchSnapshotResponseNodeEndpoint_v1(e_node_endpoints, t_node_endpoints)
+        known.append((0, t_node_endpoints.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:

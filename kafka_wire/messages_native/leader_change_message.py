@@ -8,12 +8,13 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
     read_i16_be,
     read_i32_be,
+    read_i64_be,
     write_i16_be,
     write_i32_be,
 )
@@ -33,6 +34,9 @@ _new: Final = object.__new__
 # The classes as static references: a module-global lookup is a dict lookup in mypyc.
 _K_LeaderChangeMessage: Final = LeaderChangeMessage
 _K_LeaderChangeMessageVoter: Final = LeaderChangeMessageVoter
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -53,6 +57,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -150,9 +166,7 @@ def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: i64) -> tuple[LeaderCha
     end: i64 = 0
     o.voter_id = read_i32_be(buf, pos)
     pos += 4
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.voter_directory_id = UUID(bytes=buf[pos : pos + 16])
+    o.voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:

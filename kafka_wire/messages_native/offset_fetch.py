@@ -11,7 +11,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -54,6 +54,9 @@ _K_OffsetFetchResponsePartition: Final = OffsetFetchResponsePartition
 _K_OffsetFetchResponsePartitions: Final = OffsetFetchResponsePartitions
 _K_OffsetFetchResponseTopic: Final = OffsetFetchResponseTopic
 _K_OffsetFetchResponseTopics: Final = OffsetFetchResponseTopics
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -74,6 +77,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -223,9 +238,7 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
     n: i64 = 0
     end: i64 = 0
     o.name = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1475,9 +1488,7 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetF
     n: i64 = 0
     end: i64 = 0
     o.name = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:

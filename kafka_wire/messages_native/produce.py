@@ -11,7 +11,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
@@ -53,6 +53,9 @@ _K_ProduceResponseLeaderIdAndEpoch: Final = ProduceResponseLeaderIdAndEpoch
 _K_ProduceResponseNodeEndpoint: Final = ProduceResponseNodeEndpoint
 _K_ProduceResponsePartitionProduceResponse: Final = ProduceResponsePartitionProduceResponse
 _K_ProduceResponseTopicProduceResponse: Final = ProduceResponseTopicProduceResponse
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -73,6 +76,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
@@ -375,9 +390,7 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: i64) -> tuple[Pr
     n: i64 = 0
     end: i64 = 0
     o.name = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1255,9 +1268,9 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
         w.write(b_error_message)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
-        t = BytesWriter()
-        _encode_ProduceResponseLeaderIdAndEpoch_v10(o.current_leader, t)
-        known.append((0, t.getvalue()))
+        t_current_leader = BytesWriter()
+        _encode_ProduceResponseLeaderIdAndEpoch_v10(o.current_leader, t_current_leader)
+        known.append((0, t_current_leader.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1678,9 +1691,7 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: i64) -> tup
     n: i64 = 0
     end: i64 = 0
     o.name = ''
-    if pos + 16 > blen:
-        raise IndexError('uuid past the end')
-    o.topic_id = UUID(bytes=buf[pos : pos + 16])
+    o.topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -2180,7 +2191,7 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
     write_i32_be(w, o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = BytesWriter()
+        t_node_endpoints = BytesWriter()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=10)
@@ -2188,12 +2199,12 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
             l_node_endpoints: list[ProduceResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_node_endpoints.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_node_endpoints, m)
             for e_node_endpoints in l_node_endpoints:
-                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t)
-        known.append((0, t.getvalue()))
+                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t_node_endpoints)
+        known.append((0, t_node_endpoints.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -2279,7 +2290,7 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, w: BytesWriter) -> None:
     write_i32_be(w, o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = BytesWriter()
+        t_node_endpoints = BytesWriter()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=13)
@@ -2287,12 +2298,12 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, w: BytesWriter) -> None:
             l_node_endpoints: list[ProduceResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
-                t.append(u8(m))
+                t_node_endpoints.append(u8(m))
             else:
-                _put_uvarint(t, m)
+                _put_uvarint(t_node_endpoints, m)
             for e_node_endpoints in l_node_endpoints:
-                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t)
-        known.append((0, t.getvalue()))
+                _encode_ProduceResponseNodeEndpoint_v10(e_node_endpoints, t_node_endpoints)
+        known.append((0, t_node_endpoints.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
     else:

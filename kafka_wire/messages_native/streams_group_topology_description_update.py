@@ -9,18 +9,19 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from librt.strings import (
     BytesWriter,
     read_i16_be,
     read_i32_be,
+    read_i64_be,
     write_i16_be,
     write_i32_be,
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import install_native
+from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
@@ -42,6 +43,9 @@ _K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore: F
 _K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode: Final = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode
 _K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology: Final = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology
 _K_StreamsGroupTopologyDescriptionUpdateResponse: Final = StreamsGroupTopologyDescriptionUpdateResponse
+_K_UUID: Final = UUID
+_UNKNOWN_SAFETY: Final = SafeUUID.unknown
+_setattr: Final = object.__setattr__
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -62,6 +66,18 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def _uuid(buf: bytes, pos: i64) -> UUID:
+    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
+    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    if hi == 0 and lo == 0:
+        return ZERO_UUID
+    u = _new(_K_UUID)
+    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def _put_uvarint(w: BytesWriter, value: i64) -> None:
