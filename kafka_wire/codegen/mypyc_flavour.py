@@ -297,7 +297,9 @@ class NativeModuleEmitter(ModuleEmitter):
             w.line(f"write_i32_be({out}, -1)")
 
     def write_value(self, w: SourceWriter, msg: Message, f: Field, v: int, value: str, flexible: bool,
-                    out: str) -> None:  # fmt: skip
+                    out: str, known_not_none: bool = False) -> None:  # fmt: skip
+        """``known_not_none``: the caller checked ``value is not None``, so the null branch is dead
+        code, which mypyc compiles generically: it then raises instead of writing a null."""
         kind = f.type.kind
         p = f.py_name
         if kind in FIXED_WIDTH:
@@ -317,7 +319,7 @@ class NativeModuleEmitter(ModuleEmitter):
             return
         w.line(f"x_{p} = {value}")
         with w.block(f"if x_{p} is None:"):
-            if f.is_nullable(v):
+            if f.is_nullable(v) and not known_not_none:
                 self.write_null(w, flexible, kind, out)
             else:
                 w.line(f"raise ValueOutOfRangeError('non-nullable field {f.name} is None', version={v})")
@@ -376,7 +378,8 @@ class NativeModuleEmitter(ModuleEmitter):
                 # one writer variable per field: mypyc types a re-bound local as ``object``
                 t = f"t_{f.py_name}"
                 w.line(f"{t} = BytesWriter()")
-                self.write_value(w, msg, f, v, f"o.{f.py_name}", True, t)
+                check = nondefault_check(f, "o." + f.py_name, self.msg_classes)
+                self.write_value(w, msg, f, v, f"o.{f.py_name}", True, t, check.endswith(" is not None"))
                 w.line(f"known.append(({f.tag}, {t}.getvalue()))")
         with w.block("if o.unknown_tagged_fields or known:"):
             w.line(f"_put_tagged(w, known, o.unknown_tagged_fields, frozenset({known_tags!r}))")

@@ -368,7 +368,7 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: BytesWriter)
         t_cordoned_log_dirs = BytesWriter()
         x_cordoned_log_dirs = o.cordoned_log_dirs
         if x_cordoned_log_dirs is None:
-            t_cordoned_log_dirs.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field CordonedLogDirs is None', version=2)
         else:
             l_cordoned_log_dirs: list[UUID] = x_cordoned_log_dirs
             m = len(l_cordoned_log_dirs) + 1

@@ -1798,7 +1798,7 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=12)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
@@ -1980,7 +1980,7 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=13)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
@@ -2161,7 +2161,7 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=15)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
@@ -2346,7 +2346,7 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=17)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
@@ -2531,7 +2531,7 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=18)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:

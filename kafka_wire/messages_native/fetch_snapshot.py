@@ -549,7 +549,7 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: BytesWriter) -> 
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
@@ -652,7 +652,7 @@ def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: BytesWriter) -> 
         t_cluster_id = BytesWriter()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t_cluster_id.append(_ZERO)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
