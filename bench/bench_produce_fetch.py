@@ -1,7 +1,7 @@
 """Produce and Fetch request/response encode and decode: kafka_wire (compiled and pure) against kio and kafka-python.
 
 Run: ``python bench/bench_produce_fetch.py``. Messages at the latest versions (ProduceRequest and
-ProduceResponse v13, FetchRequest and FetchResponse v18), each for one topic with 4 partitions.
+ProduceResponse v13, FetchRequest and FetchResponse v18), each for one topic and one partition.
 The record-carrying messages (ProduceRequest, FetchResponse) are measured with a 1 KiB and a 1 MiB
 payload per partition: one uncompressed v2 record batch built by ``kafka_wire.records`` whose record
 values fill it; records stay raw bytes in every library's message codec. ProduceResponse and
@@ -57,7 +57,7 @@ from kafka_wire.records import build_batch
 
 PRODUCE_V = 13
 FETCH_V = 18
-PARTITIONS = 4
+PARTITIONS = 1
 TOPIC_ID = uuid.UUID("6f1c9a52-3e1b-4d2f-9a7e-0c5b8e2d4f10")
 NATIVE_BUILT = runtime.NATIVE.enabled
 
@@ -67,7 +67,7 @@ def batch(payload: int) -> bytes:
     value = 1024 if payload >= 1024 else payload
     count = max(1, payload // (value + 32))
     records = [(b"key-%04d" % (i % 10_000), bytes((i + j) % 251 for j in range(value))) for i in range(count)]
-    return build_batch(records, base_offset=1_000, base_timestamp=1_700_000_000_000)
+    return build_batch(records, base_offset=1_000, default_timestamp=1_700_000_000_000)
 
 
 def produce_request(records: bytes) -> ProduceRequest:

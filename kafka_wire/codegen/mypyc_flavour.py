@@ -185,7 +185,7 @@ class NativeModuleEmitter(ModuleEmitter):
             with w.block(f"if n * {size} > blen - pos:"):
                 w.line(f"raise _truncated('{f.name}')")
             w.line(f"lst_{p}: list[{self.elem_type(f)}] = []")
-            with w.block("for _ in range(n):"):
+            with w.block(f"for _i_{p} in range(n):"):
                 self.read_fixed(w, ek, f"e_{p}")
                 w.line(f"lst_{p}.append(e_{p})")
             w.line(f"{target} = lst_{p}")
@@ -193,7 +193,7 @@ class NativeModuleEmitter(ModuleEmitter):
         with w.block("if n > blen - pos:"):
             w.line(f"raise _invalid('array {f.name} declares more elements than bytes remain')")
         w.line(f"lst_{p}: list[{self.elem_type(f)}] = []")
-        with w.block("for _ in range(n):"):
+        with w.block(f"for _i_{p} in range(n):"):
             if ek == "uuid":
                 self.read_fixed(w, "uuid", f"e_{p}")
                 w.line(f"lst_{p}.append(e_{p})")
@@ -228,8 +228,11 @@ class NativeModuleEmitter(ModuleEmitter):
         with w.block("if n == 0:"):
             w.line("o.unknown_tagged_fields = ()")
         with w.block("else:"):
+            # The count gets its own local: compiled by mypyc, ``for ... in range(n)`` over an i64
+            # local re-reads ``n`` at every iteration, and the tagged fields' reads reassign ``n``.
+            w.line("ntags: i64 = n")
             w.line("unknown: list[tuple[int, bytes]] = []")
-            with w.block("for _ in range(n):"):
+            with w.block("for _i_tag in range(ntags):"):
                 w.line("tag, pos = _uvarint(buf, pos)")
                 w.line("size, pos = _uvarint(buf, pos)")
                 first = True

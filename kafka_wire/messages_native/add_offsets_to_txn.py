@@ -232,8 +232,9 @@ def _decode_AddOffsetsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddOffsetsT
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -315,8 +316,9 @@ def _decode_AddOffsetsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddOffsets
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

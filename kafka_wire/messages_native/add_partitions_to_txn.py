@@ -156,7 +156,7 @@ def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: i64) -> tuple[Add
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -220,7 +220,7 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: i64) -> tuple[Add
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -233,8 +233,9 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: i64) -> tuple[Add
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -318,7 +319,7 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AddPartitionsToTxnRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -330,8 +331,9 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -409,7 +411,7 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddParti
         if n > blen - pos:
             raise _invalid('array V3AndBelowTopics declares more elements than bytes remain')
         lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
-        for _ in range(n):
+        for _i_v3_and_below_topics in range(n):
             x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v0(buf, pos)
             lst_v3_and_below_topics.append(x_v3_and_below_topics)
         o.v3_and_below_topics = lst_v3_and_below_topics
@@ -481,7 +483,7 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddParti
         if n > blen - pos:
             raise _invalid('array V3AndBelowTopics declares more elements than bytes remain')
         lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
-        for _ in range(n):
+        for _i_v3_and_below_topics in range(n):
             x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
             lst_v3_and_below_topics.append(x_v3_and_below_topics)
         o.v3_and_below_topics = lst_v3_and_below_topics
@@ -493,8 +495,9 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddParti
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -564,7 +567,7 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: i64) -> tuple[AddParti
         if n > blen - pos:
             raise _invalid('array Transactions declares more elements than bytes remain')
         lst_transactions: list[AddPartitionsToTxnRequestTransaction] = []
-        for _ in range(n):
+        for _i_transactions in range(n):
             x_transactions, pos = _decode_AddPartitionsToTxnRequestTransaction_v4(buf, pos)
             lst_transactions.append(x_transactions)
         o.transactions = lst_transactions
@@ -576,8 +579,9 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: i64) -> tuple[AddParti
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -651,8 +655,9 @@ def _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -699,7 +704,7 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array ResultsByPartition declares more elements than bytes remain')
         lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_results_by_partition in range(n):
             x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf, pos)
             lst_results_by_partition.append(x_results_by_partition)
         o.results_by_partition = lst_results_by_partition
@@ -762,7 +767,7 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array ResultsByPartition declares more elements than bytes remain')
         lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_results_by_partition in range(n):
             x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf, pos)
             lst_results_by_partition.append(x_results_by_partition)
         o.results_by_partition = lst_results_by_partition
@@ -774,8 +779,9 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -853,7 +859,7 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: i64) -> tuple[A
         if n > blen - pos:
             raise _invalid('array TopicResults declares more elements than bytes remain')
         lst_topic_results: list[AddPartitionsToTxnResponseTopicResult] = []
-        for _ in range(n):
+        for _i_topic_results in range(n):
             x_topic_results, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
             lst_topic_results.append(x_topic_results)
         o.topic_results = lst_topic_results
@@ -865,8 +871,9 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: i64) -> tuple[A
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -927,7 +934,7 @@ def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: i64) -> tuple[AddPart
         if n > blen - pos:
             raise _invalid('array ResultsByTopicV3AndBelow declares more elements than bytes remain')
         lst_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = []
-        for _ in range(n):
+        for _i_results_by_topic_v3_and_below in range(n):
             x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v0(buf, pos)
             lst_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
         o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
@@ -972,7 +979,7 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddPart
         if n > blen - pos:
             raise _invalid('array ResultsByTopicV3AndBelow declares more elements than bytes remain')
         lst_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = []
-        for _ in range(n):
+        for _i_results_by_topic_v3_and_below in range(n):
             x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
             lst_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
         o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
@@ -984,8 +991,9 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddPart
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1042,7 +1050,7 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: i64) -> tuple[AddPart
         if n > blen - pos:
             raise _invalid('array ResultsByTransaction declares more elements than bytes remain')
         lst_results_by_transaction: list[AddPartitionsToTxnResponseResult] = []
-        for _ in range(n):
+        for _i_results_by_transaction in range(n):
             x_results_by_transaction, pos = _decode_AddPartitionsToTxnResponseResult_v4(buf, pos)
             lst_results_by_transaction.append(x_results_by_transaction)
         o.results_by_transaction = lst_results_by_transaction
@@ -1054,8 +1062,9 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: i64) -> tuple[AddPart
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -169,8 +169,9 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[AddRaf
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -257,7 +258,7 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[AddRaftVoterRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -269,8 +270,9 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -359,7 +361,7 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[AddRaftVoterRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -373,8 +375,9 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -456,8 +459,9 @@ def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

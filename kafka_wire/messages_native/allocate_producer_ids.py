@@ -138,8 +138,9 @@ def _decode_AllocateProducerIdsRequest_v0(buf: bytes, pos: i64) -> tuple[Allocat
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -182,8 +183,9 @@ def _decode_AllocateProducerIdsResponse_v0(buf: bytes, pos: i64) -> tuple[Alloca
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -233,8 +233,9 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -354,8 +355,9 @@ def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: i64) -> tuple[Alt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -402,7 +404,7 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasRequestEntityData] = []
-        for _ in range(n):
+        for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v0(buf, pos)
             lst_entity.append(x_entity)
         o.entity = lst_entity
@@ -414,7 +416,7 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Ops declares more elements than bytes remain')
         lst_ops: list[AlterClientQuotasRequestOpData] = []
-        for _ in range(n):
+        for _i_ops in range(n):
             x_ops, pos = _decode_AlterClientQuotasRequestOpData_v0(buf, pos)
             lst_ops.append(x_ops)
         o.ops = lst_ops
@@ -460,7 +462,7 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasRequestEntityData] = []
-        for _ in range(n):
+        for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v1(buf, pos)
             lst_entity.append(x_entity)
         o.entity = lst_entity
@@ -476,7 +478,7 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Ops declares more elements than bytes remain')
         lst_ops: list[AlterClientQuotasRequestOpData] = []
-        for _ in range(n):
+        for _i_ops in range(n):
             x_ops, pos = _decode_AlterClientQuotasRequestOpData_v1(buf, pos)
             lst_ops.append(x_ops)
         o.ops = lst_ops
@@ -488,8 +490,9 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -545,7 +548,7 @@ def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: i64) -> tuple[AlterClie
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasRequestEntryData] = []
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v0(buf, pos)
             lst_entries.append(x_entries)
         o.entries = lst_entries
@@ -586,7 +589,7 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[AlterClie
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasRequestEntryData] = []
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v1(buf, pos)
             lst_entries.append(x_entries)
         o.entries = lst_entries
@@ -600,8 +603,9 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[AlterClie
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -735,8 +739,9 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -809,7 +814,7 @@ def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasResponseEntityData] = []
-        for _ in range(n):
+        for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v0(buf, pos)
             lst_entity.append(x_entity)
         o.entity = lst_entity
@@ -875,7 +880,7 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasResponseEntityData] = []
-        for _ in range(n):
+        for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v1(buf, pos)
             lst_entity.append(x_entity)
         o.entity = lst_entity
@@ -887,8 +892,9 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -948,7 +954,7 @@ def _decode_AlterClientQuotasResponse_v0(buf: bytes, pos: i64) -> tuple[AlterCli
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasResponseEntryData] = []
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v0(buf, pos)
             lst_entries.append(x_entries)
         o.entries = lst_entries
@@ -989,7 +995,7 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[AlterCli
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasResponseEntryData] = []
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v1(buf, pos)
             lst_entries.append(x_entries)
         o.entries = lst_entries
@@ -1001,8 +1007,9 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[AlterCli
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

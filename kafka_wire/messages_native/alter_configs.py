@@ -227,8 +227,9 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -303,7 +304,7 @@ def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[AlterC
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[AlterConfigsRequestAlterableConfig] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v0(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -371,7 +372,7 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: i64) -> tuple[AlterC
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[AlterConfigsRequestAlterableConfig] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v2(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -383,8 +384,9 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: i64) -> tuple[AlterC
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -442,7 +444,7 @@ def _decode_AlterConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsRe
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[AlterConfigsRequestResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_AlterConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -483,7 +485,7 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRe
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[AlterConfigsRequestResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_AlterConfigsRequestResource_v2(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -497,8 +499,9 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -646,8 +649,9 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -709,7 +713,7 @@ def _decode_AlterConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterConfigsResponseResourceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -750,7 +754,7 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterConfigsResponseResourceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v2(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -762,8 +766,9 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -150,8 +150,9 @@ def _decode_AlterPartitionRequestBrokerState_v3(buf: bytes, pos: i64) -> tuple[A
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -196,7 +197,7 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
         if n * 4 > blen - pos:
             raise _truncated('NewIsr')
         lst_new_isr: list[int] = []
-        for _ in range(n):
+        for _i_new_isr in range(n):
             e_new_isr = read_i32_be(buf, pos)
             pos += 4
             lst_new_isr.append(e_new_isr)
@@ -211,8 +212,9 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -274,7 +276,7 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
         if n * 4 > blen - pos:
             raise _truncated('NewIsr')
         lst_new_isr: list[int] = []
-        for _ in range(n):
+        for _i_new_isr in range(n):
             e_new_isr = read_i32_be(buf, pos)
             pos += 4
             lst_new_isr.append(e_new_isr)
@@ -292,8 +294,9 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -354,7 +357,7 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array NewIsrWithEpochs declares more elements than bytes remain')
         lst_new_isr_with_epochs: list[AlterPartitionRequestBrokerState] = []
-        for _ in range(n):
+        for _i_new_isr_with_epochs in range(n):
             x_new_isr_with_epochs, pos = _decode_AlterPartitionRequestBrokerState_v3(buf, pos)
             lst_new_isr_with_epochs.append(x_new_isr_with_epochs)
         o.new_isr_with_epochs = lst_new_isr_with_epochs
@@ -371,8 +374,9 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -444,7 +448,7 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Alt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -456,8 +460,9 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Alt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -536,7 +541,7 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[Alt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -548,8 +553,9 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[Alt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -614,7 +620,7 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[Alt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -626,8 +632,9 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[Alt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -680,7 +687,7 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: i64) -> tuple[Alt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v3(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -692,8 +699,9 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: i64) -> tuple[Alt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -747,7 +755,7 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: i64) -> tuple[AlterPartiti
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -759,8 +767,9 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: i64) -> tuple[AlterPartiti
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -815,7 +824,7 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: i64) -> tuple[AlterPartiti
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -827,8 +836,9 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: i64) -> tuple[AlterPartiti
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -883,7 +893,7 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: i64) -> tuple[AlterPartiti
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -895,8 +905,9 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: i64) -> tuple[AlterPartiti
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -951,7 +962,7 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: i64) -> tuple[AlterPartiti
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v3(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -963,8 +974,9 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: i64) -> tuple[AlterPartiti
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1024,7 +1036,7 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -1039,8 +1051,9 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1103,7 +1116,7 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -1121,8 +1134,9 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1194,7 +1208,7 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[Al
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1206,8 +1220,9 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[Al
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1286,7 +1301,7 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[Al
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1298,8 +1313,9 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[Al
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1364,7 +1380,7 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[Al
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1376,8 +1392,9 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[Al
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1431,7 +1448,7 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartit
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1443,8 +1460,9 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartit
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1499,7 +1517,7 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: i64) -> tuple[AlterPartit
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1511,8 +1529,9 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: i64) -> tuple[AlterPartit
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1567,7 +1586,7 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: i64) -> tuple[AlterPartit
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1579,8 +1598,9 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: i64) -> tuple[AlterPartit
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -147,7 +147,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -160,8 +160,9 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -227,7 +228,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionReassignmentsRequestReassignablePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -239,8 +240,9 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -305,7 +307,7 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionReassignmentsRequestReassignableTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -317,8 +319,9 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -374,7 +377,7 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionReassignmentsRequestReassignableTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -386,8 +389,9 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -454,8 +458,9 @@ def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -523,7 +528,7 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionReassignmentsResponseReassignablePartitionResponse] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -535,8 +540,9 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -619,7 +625,7 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -631,8 +637,9 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -718,7 +725,7 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -730,8 +737,9 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

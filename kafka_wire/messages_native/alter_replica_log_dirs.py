@@ -155,7 +155,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -219,7 +219,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -232,8 +232,9 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -303,7 +304,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: i64
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -366,7 +367,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: i64
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -378,8 +379,9 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -436,7 +438,7 @@ def _decode_AlterReplicaLogDirsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterRe
         if n > blen - pos:
             raise _invalid('array Dirs declares more elements than bytes remain')
         lst_dirs: list[AlterReplicaLogDirsRequestAlterReplicaLogDir] = []
-        for _ in range(n):
+        for _i_dirs in range(n):
             x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf, pos)
             lst_dirs.append(x_dirs)
         o.dirs = lst_dirs
@@ -474,7 +476,7 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterRe
         if n > blen - pos:
             raise _invalid('array Dirs declares more elements than bytes remain')
         lst_dirs: list[AlterReplicaLogDirsRequestAlterReplicaLogDir] = []
-        for _ in range(n):
+        for _i_dirs in range(n):
             x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf, pos)
             lst_dirs.append(x_dirs)
         o.dirs = lst_dirs
@@ -486,8 +488,9 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -553,8 +556,9 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -601,7 +605,7 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: byt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -664,7 +668,7 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -676,8 +680,9 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -736,7 +741,7 @@ def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterR
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -777,7 +782,7 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterR
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -789,8 +794,9 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -146,8 +146,9 @@ def _decode_AlterShareGroupOffsetsRequestPartition_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -202,7 +203,7 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterShareGroupOffsetsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -214,8 +215,9 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -293,7 +295,7 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Alte
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterShareGroupOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterShareGroupOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -305,8 +307,9 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Alte
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -384,8 +387,9 @@ def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -455,7 +459,7 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterShareGroupOffsetsResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -467,8 +471,9 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -551,7 +556,7 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[Alt
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterShareGroupOffsetsResponseTopic] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterShareGroupOffsetsResponseTopic_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -563,8 +568,9 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[Alt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -159,8 +159,9 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: byte
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -257,8 +258,9 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -332,7 +334,7 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[A
         if n > blen - pos:
             raise _invalid('array Deletions declares more elements than bytes remain')
         lst_deletions: list[AlterUserScramCredentialsRequestScramCredentialDeletion] = []
-        for _ in range(n):
+        for _i_deletions in range(n):
             x_deletions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf, pos)
             lst_deletions.append(x_deletions)
         o.deletions = lst_deletions
@@ -348,7 +350,7 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[A
         if n > blen - pos:
             raise _invalid('array Upsertions declares more elements than bytes remain')
         lst_upsertions: list[AlterUserScramCredentialsRequestScramCredentialUpsertion] = []
-        for _ in range(n):
+        for _i_upsertions in range(n):
             x_upsertions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf, pos)
             lst_upsertions.append(x_upsertions)
         o.upsertions = lst_upsertions
@@ -360,8 +362,9 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[A
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -452,8 +455,9 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -519,7 +523,7 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[AlterUserScramCredentialsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_AlterUserScramCredentialsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -531,8 +535,9 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

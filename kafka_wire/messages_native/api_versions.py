@@ -189,8 +189,9 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -299,8 +300,9 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -399,8 +401,9 @@ def _decode_ApiVersionsResponseApiVersion_v3(buf: bytes, pos: i64) -> tuple[ApiV
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -456,8 +459,9 @@ def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -525,8 +529,9 @@ def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -580,7 +585,7 @@ def _decode_ApiVersionsResponse_v0(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
         if n > blen - pos:
             raise _invalid('array ApiKeys declares more elements than bytes remain')
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
-        for _ in range(n):
+        for _i_api_keys in range(n):
             x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
             lst_api_keys.append(x_api_keys)
         o.api_keys = lst_api_keys
@@ -620,7 +625,7 @@ def _decode_ApiVersionsResponse_v1(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
         if n > blen - pos:
             raise _invalid('array ApiKeys declares more elements than bytes remain')
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
-        for _ in range(n):
+        for _i_api_keys in range(n):
             x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
             lst_api_keys.append(x_api_keys)
         o.api_keys = lst_api_keys
@@ -668,7 +673,7 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
         if n > blen - pos:
             raise _invalid('array ApiKeys declares more elements than bytes remain')
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
-        for _ in range(n):
+        for _i_api_keys in range(n):
             x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v3(buf, pos)
             lst_api_keys.append(x_api_keys)
         o.api_keys = lst_api_keys
@@ -682,8 +687,9 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -699,7 +705,7 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
                     if n > blen - pos:
                         raise _invalid('array SupportedFeatures declares more elements than bytes remain')
                     lst_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = []
-                    for _ in range(n):
+                    for _i_supported_features in range(n):
                         x_supported_features, pos = _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf, pos)
                         lst_supported_features.append(x_supported_features)
                     o.supported_features = lst_supported_features
@@ -719,7 +725,7 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
                     if n > blen - pos:
                         raise _invalid('array FinalizedFeatures declares more elements than bytes remain')
                     lst_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = []
-                    for _ in range(n):
+                    for _i_finalized_features in range(n):
                         x_finalized_features, pos = _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf, pos)
                         lst_finalized_features.append(x_finalized_features)
                     o.finalized_features = lst_finalized_features

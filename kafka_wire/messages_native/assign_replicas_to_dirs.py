@@ -148,8 +148,9 @@ def _decode_AssignReplicasToDirsRequestPartitionData_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -189,7 +190,7 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AssignReplicasToDirsRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AssignReplicasToDirsRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -201,8 +202,9 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -254,7 +256,7 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AssignReplicasToDirsRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AssignReplicasToDirsRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -266,8 +268,9 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -321,7 +324,7 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: i64) -> tuple[Assign
         if n > blen - pos:
             raise _invalid('array Directories declares more elements than bytes remain')
         lst_directories: list[AssignReplicasToDirsRequestDirectoryData] = []
-        for _ in range(n):
+        for _i_directories in range(n):
             x_directories, pos = _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf, pos)
             lst_directories.append(x_directories)
         o.directories = lst_directories
@@ -333,8 +336,9 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: i64) -> tuple[Assign
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -385,8 +389,9 @@ def _decode_AssignReplicasToDirsResponsePartitionData_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -427,7 +432,7 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AssignReplicasToDirsResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AssignReplicasToDirsResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -439,8 +444,9 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -492,7 +498,7 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: i64) -
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AssignReplicasToDirsResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AssignReplicasToDirsResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -504,8 +510,9 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -559,7 +566,7 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: i64) -> tuple[Assig
         if n > blen - pos:
             raise _invalid('array Directories declares more elements than bytes remain')
         lst_directories: list[AssignReplicasToDirsResponseDirectoryData] = []
-        for _ in range(n):
+        for _i_directories in range(n):
             x_directories, pos = _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf, pos)
             lst_directories.append(x_directories)
         o.directories = lst_directories
@@ -571,8 +578,9 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: i64) -> tuple[Assig
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

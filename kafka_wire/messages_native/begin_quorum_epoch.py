@@ -174,8 +174,9 @@ def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -224,7 +225,7 @@ def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[B
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -287,7 +288,7 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[B
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -299,8 +300,9 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[B
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -392,8 +394,9 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -467,7 +470,7 @@ def _decode_BeginQuorumEpochRequest_v0(buf: bytes, pos: i64) -> tuple[BeginQuoru
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -532,7 +535,7 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -548,7 +551,7 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
         if n > blen - pos:
             raise _invalid('array LeaderEndpoints declares more elements than bytes remain')
         lst_leader_endpoints: list[BeginQuorumEpochRequestLeaderEndpoint] = []
-        for _ in range(n):
+        for _i_leader_endpoints in range(n):
             x_leader_endpoints, pos = _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
             lst_leader_endpoints.append(x_leader_endpoints)
         o.leader_endpoints = lst_leader_endpoints
@@ -560,8 +563,9 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -663,8 +667,9 @@ def _decode_BeginQuorumEpochResponsePartitionData_v1(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -713,7 +718,7 @@ def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -776,7 +781,7 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -788,8 +793,9 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -867,8 +873,9 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -918,7 +925,7 @@ def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: i64) -> tuple[BeginQuor
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -962,7 +969,7 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[BeginQuor
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -974,8 +981,9 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[BeginQuor
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -991,7 +999,7 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[BeginQuor
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[BeginQuorumEpochResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints

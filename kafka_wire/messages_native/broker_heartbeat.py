@@ -146,8 +146,9 @@ def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerHeart
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0 or tag == 1:
@@ -203,8 +204,9 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerHeart
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -220,7 +222,7 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerHeart
                     if n > blen - pos:
                         raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
                     lst_offline_log_dirs: list[UUID] = []
-                    for _ in range(n):
+                    for _i_offline_log_dirs in range(n):
                         e_offline_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_offline_log_dirs.append(e_offline_log_dirs)
@@ -292,8 +294,9 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -309,7 +312,7 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                     if n > blen - pos:
                         raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
                     lst_offline_log_dirs: list[UUID] = []
-                    for _ in range(n):
+                    for _i_offline_log_dirs in range(n):
                         e_offline_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_offline_log_dirs.append(e_offline_log_dirs)
@@ -327,7 +330,7 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                     if n > blen - pos:
                         raise _invalid('array CordonedLogDirs declares more elements than bytes remain')
                     lst_cordoned_log_dirs: list[UUID] = []
-                    for _ in range(n):
+                    for _i_cordoned_log_dirs in range(n):
                         e_cordoned_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_cordoned_log_dirs.append(e_cordoned_log_dirs)
@@ -408,8 +411,9 @@ def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[BrokerHear
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -174,8 +174,9 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -256,8 +257,9 @@ def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tuple[B
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -332,7 +334,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -348,7 +350,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
-        for _ in range(n):
+        for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
         o.features = lst_features
@@ -376,8 +378,9 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -490,7 +493,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -506,7 +509,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
-        for _ in range(n):
+        for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
         o.features = lst_features
@@ -536,8 +539,9 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -648,7 +652,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -664,7 +668,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
-        for _ in range(n):
+        for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
         o.features = lst_features
@@ -698,7 +702,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array LogDirs declares more elements than bytes remain')
         lst_log_dirs: list[UUID] = []
-        for _ in range(n):
+        for _i_log_dirs in range(n):
             e_log_dirs = _uuid(buf, pos)
             pos += 16
             lst_log_dirs.append(e_log_dirs)
@@ -711,8 +715,9 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -834,7 +839,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -850,7 +855,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
-        for _ in range(n):
+        for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
         o.features = lst_features
@@ -884,7 +889,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         if n > blen - pos:
             raise _invalid('array LogDirs declares more elements than bytes remain')
         lst_log_dirs: list[UUID] = []
-        for _ in range(n):
+        for _i_log_dirs in range(n):
             e_log_dirs = _uuid(buf, pos)
             pos += 16
             lst_log_dirs.append(e_log_dirs)
@@ -899,8 +904,9 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1005,8 +1011,9 @@ def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[BrokerR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

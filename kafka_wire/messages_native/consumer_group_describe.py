@@ -145,7 +145,7 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -172,8 +172,9 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Consu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -249,7 +250,7 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -262,8 +263,9 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -326,7 +328,7 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupDescribeResponseTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -338,8 +340,9 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -471,7 +474,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -516,8 +519,9 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -738,7 +742,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -786,8 +790,9 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -996,7 +1001,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[ConsumerGroupDescribeResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1010,8 +1015,9 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1186,7 +1192,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[ConsumerGroupDescribeResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v1(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1200,8 +1206,9 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1308,7 +1315,7 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Cons
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ConsumerGroupDescribeResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1320,8 +1327,9 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Cons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1373,7 +1381,7 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Cons
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ConsumerGroupDescribeResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1385,8 +1393,9 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Cons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -145,7 +145,7 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: i64
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -158,8 +158,9 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -278,7 +279,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -323,7 +324,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -335,8 +336,9 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -542,7 +544,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -603,7 +605,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -615,8 +617,9 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -767,7 +770,7 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i6
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -780,8 +783,9 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -831,7 +835,7 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -843,8 +847,9 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -937,8 +942,9 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Con
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -144,7 +144,7 @@ def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: i64) ->
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -188,7 +188,7 @@ def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: i64) -> tuple[Consume
         if n > blen - pos:
             raise _invalid('array AssignedPartitions declares more elements than bytes remain')
         lst_assigned_partitions: list[ConsumerProtocolAssignmentTopicPartition] = []
-        for _ in range(n):
+        for _i_assigned_partitions in range(n):
             x_assigned_partitions, pos = _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf, pos)
             lst_assigned_partitions.append(x_assigned_partitions)
         o.assigned_partitions = lst_assigned_partitions

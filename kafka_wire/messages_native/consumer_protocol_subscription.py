@@ -144,7 +144,7 @@ def _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf: bytes, pos: i64) 
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -191,7 +191,7 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -257,7 +257,7 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -288,7 +288,7 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
-        for _ in range(n):
+        for _i_owned_partitions in range(n):
             x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
             lst_owned_partitions.append(x_owned_partitions)
         o.owned_partitions = lst_owned_partitions
@@ -342,7 +342,7 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -373,7 +373,7 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
-        for _ in range(n):
+        for _i_owned_partitions in range(n):
             x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
             lst_owned_partitions.append(x_owned_partitions)
         o.owned_partitions = lst_owned_partitions
@@ -429,7 +429,7 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -460,7 +460,7 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: i64) -> tuple[Consu
         if n > blen - pos:
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
-        for _ in range(n):
+        for _i_owned_partitions in range(n):
             x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
             lst_owned_partitions.append(x_owned_partitions)
         o.owned_partitions = lst_owned_partitions

@@ -172,8 +172,9 @@ def _decode_ControlledShutdownRequest_v3(buf: bytes, pos: i64) -> tuple[Controll
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -264,8 +265,9 @@ def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -313,7 +315,7 @@ def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: i64) -> tuple[Control
         if n > blen - pos:
             raise _invalid('array RemainingPartitions declares more elements than bytes remain')
         lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
-        for _ in range(n):
+        for _i_remaining_partitions in range(n):
             x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v0(buf, pos)
             lst_remaining_partitions.append(x_remaining_partitions)
         o.remaining_partitions = lst_remaining_partitions
@@ -354,7 +356,7 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: i64) -> tuple[Control
         if n > blen - pos:
             raise _invalid('array RemainingPartitions declares more elements than bytes remain')
         lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
-        for _ in range(n):
+        for _i_remaining_partitions in range(n):
             x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v3(buf, pos)
             lst_remaining_partitions.append(x_remaining_partitions)
         o.remaining_partitions = lst_remaining_partitions
@@ -366,8 +368,9 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: i64) -> tuple[Control
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -173,8 +173,9 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -255,8 +256,9 @@ def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -314,7 +316,7 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[Cont
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[ControllerRegistrationRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_ControllerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -330,7 +332,7 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[Cont
         if n > blen - pos:
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[ControllerRegistrationRequestFeature] = []
-        for _ in range(n):
+        for _i_features in range(n):
             x_features, pos = _decode_ControllerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
         o.features = lst_features
@@ -342,8 +344,9 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[Cont
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -423,8 +426,9 @@ def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[Con
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -387,8 +387,9 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: i64) -> tuple[Creat
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -463,7 +464,7 @@ def _decode_CreateAclsRequest_v0(buf: bytes, pos: i64) -> tuple[CreateAclsReques
         if n > blen - pos:
             raise _invalid('array Creations declares more elements than bytes remain')
         lst_creations: list[CreateAclsRequestAclCreation] = []
-        for _ in range(n):
+        for _i_creations in range(n):
             x_creations, pos = _decode_CreateAclsRequestAclCreation_v0(buf, pos)
             lst_creations.append(x_creations)
         o.creations = lst_creations
@@ -496,7 +497,7 @@ def _decode_CreateAclsRequest_v1(buf: bytes, pos: i64) -> tuple[CreateAclsReques
         if n > blen - pos:
             raise _invalid('array Creations declares more elements than bytes remain')
         lst_creations: list[CreateAclsRequestAclCreation] = []
-        for _ in range(n):
+        for _i_creations in range(n):
             x_creations, pos = _decode_CreateAclsRequestAclCreation_v1(buf, pos)
             lst_creations.append(x_creations)
         o.creations = lst_creations
@@ -534,7 +535,7 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: i64) -> tuple[CreateAclsReques
         if n > blen - pos:
             raise _invalid('array Creations declares more elements than bytes remain')
         lst_creations: list[CreateAclsRequestAclCreation] = []
-        for _ in range(n):
+        for _i_creations in range(n):
             x_creations, pos = _decode_CreateAclsRequestAclCreation_v2(buf, pos)
             lst_creations.append(x_creations)
         o.creations = lst_creations
@@ -546,8 +547,9 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: i64) -> tuple[CreateAclsReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -648,8 +650,9 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -697,7 +700,7 @@ def _decode_CreateAclsResponse_v0(buf: bytes, pos: i64) -> tuple[CreateAclsRespo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreateAclsResponseAclCreationResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_CreateAclsResponseAclCreationResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -738,7 +741,7 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateAclsRespo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreateAclsResponseAclCreationResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_CreateAclsResponseAclCreationResult_v2(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -750,8 +753,9 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateAclsRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -226,8 +226,9 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -287,7 +288,7 @@ def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[Creat
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
-        for _ in range(n):
+        for _i_renewers in range(n):
             x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf, pos)
             lst_renewers.append(x_renewers)
         o.renewers = lst_renewers
@@ -334,7 +335,7 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Creat
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
-        for _ in range(n):
+        for _i_renewers in range(n):
             x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
             lst_renewers.append(x_renewers)
         o.renewers = lst_renewers
@@ -348,8 +349,9 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Creat
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -435,7 +437,7 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[Creat
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
-        for _ in range(n):
+        for _i_renewers in range(n):
             x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
             lst_renewers.append(x_renewers)
         o.renewers = lst_renewers
@@ -449,8 +451,9 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[Creat
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -711,8 +714,9 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Crea
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -908,8 +912,9 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

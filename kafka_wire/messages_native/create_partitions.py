@@ -138,7 +138,7 @@ def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
         lst_broker_ids: list[int] = []
-        for _ in range(n):
+        for _i_broker_ids in range(n):
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
@@ -177,7 +177,7 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
         lst_broker_ids: list[int] = []
-        for _ in range(n):
+        for _i_broker_ids in range(n):
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
@@ -190,8 +190,9 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -250,7 +251,7 @@ def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[Creat
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreatePartitionsRequestAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -316,7 +317,7 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[Creat
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreatePartitionsRequestAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v2(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -328,8 +329,9 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[Creat
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -387,7 +389,7 @@ def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[CreatePart
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreatePartitionsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreatePartitionsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -431,7 +433,7 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: i64) -> tuple[CreatePart
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreatePartitionsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreatePartitionsRequestTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -447,8 +449,9 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: i64) -> tuple[CreatePart
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -588,8 +591,9 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -650,7 +654,7 @@ def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[CreatePar
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreatePartitionsResponseTopicResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_CreatePartitionsResponseTopicResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -691,7 +695,7 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: i64) -> tuple[CreatePar
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreatePartitionsResponseTopicResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_CreatePartitionsResponseTopicResult_v2(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -703,8 +707,9 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: i64) -> tuple[CreatePar
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

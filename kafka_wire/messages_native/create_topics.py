@@ -146,7 +146,7 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: i6
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
         lst_broker_ids: list[int] = []
-        for _ in range(n):
+        for _i_broker_ids in range(n):
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
@@ -188,7 +188,7 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: i6
         if n * 4 > blen - pos:
             raise _truncated('BrokerIds')
         lst_broker_ids: list[int] = []
-        for _ in range(n):
+        for _i_broker_ids in range(n):
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
@@ -201,8 +201,9 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -336,8 +337,9 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -412,7 +414,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -424,7 +426,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -501,7 +503,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -517,7 +519,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -529,8 +531,9 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -602,7 +605,7 @@ def _decode_CreateTopicsRequest_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsRequestCreatableTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -640,7 +643,7 @@ def _decode_CreateTopicsRequest_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsRequestCreatableTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -684,7 +687,7 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsRequestCreatableTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -700,8 +703,9 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -788,8 +792,9 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1003,7 +1008,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -1015,8 +1020,9 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1143,7 +1149,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -1155,8 +1161,9 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1239,7 +1246,7 @@ def _decode_CreateTopicsResponse_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1273,7 +1280,7 @@ def _decode_CreateTopicsResponse_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1308,7 +1315,7 @@ def _decode_CreateTopicsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1349,7 +1356,7 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1361,8 +1368,9 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1414,7 +1422,7 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v7(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1426,8 +1434,9 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: i64) -> tuple[CreateTopicsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

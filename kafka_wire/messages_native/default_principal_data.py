@@ -161,8 +161,9 @@ def _decode_DefaultPrincipalData_v0(buf: bytes, pos: i64) -> tuple[DefaultPrinci
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

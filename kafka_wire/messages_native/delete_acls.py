@@ -389,8 +389,9 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: i64) -> tuple[DeleteAcls
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -465,7 +466,7 @@ def _decode_DeleteAclsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
         if n > blen - pos:
             raise _invalid('array Filters declares more elements than bytes remain')
         lst_filters: list[DeleteAclsRequestFilter] = []
-        for _ in range(n):
+        for _i_filters in range(n):
             x_filters, pos = _decode_DeleteAclsRequestFilter_v0(buf, pos)
             lst_filters.append(x_filters)
         o.filters = lst_filters
@@ -498,7 +499,7 @@ def _decode_DeleteAclsRequest_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
         if n > blen - pos:
             raise _invalid('array Filters declares more elements than bytes remain')
         lst_filters: list[DeleteAclsRequestFilter] = []
-        for _ in range(n):
+        for _i_filters in range(n):
             x_filters, pos = _decode_DeleteAclsRequestFilter_v1(buf, pos)
             lst_filters.append(x_filters)
         o.filters = lst_filters
@@ -536,7 +537,7 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
         if n > blen - pos:
             raise _invalid('array Filters declares more elements than bytes remain')
         lst_filters: list[DeleteAclsRequestFilter] = []
-        for _ in range(n):
+        for _i_filters in range(n):
             x_filters, pos = _decode_DeleteAclsRequestFilter_v2(buf, pos)
             lst_filters.append(x_filters)
         o.filters = lst_filters
@@ -548,8 +549,9 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -908,8 +910,9 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[Dele
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1013,7 +1016,7 @@ def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: i64) -> tuple[Del
         if n > blen - pos:
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
-        for _ in range(n):
+        for _i_matching_acls in range(n):
             x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v0(buf, pos)
             lst_matching_acls.append(x_matching_acls)
         o.matching_acls = lst_matching_acls
@@ -1071,7 +1074,7 @@ def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: i64) -> tuple[Del
         if n > blen - pos:
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
-        for _ in range(n):
+        for _i_matching_acls in range(n):
             x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v1(buf, pos)
             lst_matching_acls.append(x_matching_acls)
         o.matching_acls = lst_matching_acls
@@ -1137,7 +1140,7 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: i64) -> tuple[Del
         if n > blen - pos:
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
-        for _ in range(n):
+        for _i_matching_acls in range(n):
             x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v2(buf, pos)
             lst_matching_acls.append(x_matching_acls)
         o.matching_acls = lst_matching_acls
@@ -1149,8 +1152,9 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: i64) -> tuple[Del
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1210,7 +1214,7 @@ def _decode_DeleteAclsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
         if n > blen - pos:
             raise _invalid('array FilterResults declares more elements than bytes remain')
         lst_filter_results: list[DeleteAclsResponseFilterResult] = []
-        for _ in range(n):
+        for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v0(buf, pos)
             lst_filter_results.append(x_filter_results)
         o.filter_results = lst_filter_results
@@ -1246,7 +1250,7 @@ def _decode_DeleteAclsResponse_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
         if n > blen - pos:
             raise _invalid('array FilterResults declares more elements than bytes remain')
         lst_filter_results: list[DeleteAclsResponseFilterResult] = []
-        for _ in range(n):
+        for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v1(buf, pos)
             lst_filter_results.append(x_filter_results)
         o.filter_results = lst_filter_results
@@ -1287,7 +1291,7 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
         if n > blen - pos:
             raise _invalid('array FilterResults declares more elements than bytes remain')
         lst_filter_results: list[DeleteAclsResponseFilterResult] = []
-        for _ in range(n):
+        for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v2(buf, pos)
             lst_filter_results.append(x_filter_results)
         o.filter_results = lst_filter_results
@@ -1299,8 +1303,9 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

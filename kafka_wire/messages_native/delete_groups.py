@@ -135,7 +135,7 @@ def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsRe
         if n > blen - pos:
             raise _invalid('array GroupsNames declares more elements than bytes remain')
         lst_groups_names: list[str] = []
-        for _ in range(n):
+        for _i_groups_names in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -186,7 +186,7 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsRe
         if n > blen - pos:
             raise _invalid('array GroupsNames declares more elements than bytes remain')
         lst_groups_names: list[str] = []
-        for _ in range(n):
+        for _i_groups_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -211,8 +211,9 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -323,8 +324,9 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -405,8 +407,9 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -467,7 +470,7 @@ def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -508,7 +511,7 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -520,8 +523,9 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -573,7 +577,7 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -585,8 +589,9 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -163,8 +163,9 @@ def _decode_DeleteRecordsRequestPartition_v2(buf: bytes, pos: i64) -> tuple[Dele
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -211,7 +212,7 @@ def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[DeleteRe
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -274,7 +275,7 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[DeleteRe
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsRequestPartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -286,8 +287,9 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[DeleteRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -344,7 +346,7 @@ def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteRecords
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -385,7 +387,7 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteRecords
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -399,8 +401,9 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteRecords
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -472,8 +475,9 @@ def _decode_DeleteRecordsResponsePartitionResult_v2(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -521,7 +525,7 @@ def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: i64) -> tuple[D
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -584,7 +588,7 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[D
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -596,8 +600,9 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[D
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -656,7 +661,7 @@ def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteRecord
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsResponseTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -697,7 +702,7 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteRecord
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsResponseTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -709,8 +714,9 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteRecord
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

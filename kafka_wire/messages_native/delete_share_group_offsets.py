@@ -153,8 +153,9 @@ def _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -220,7 +221,7 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Del
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteShareGroupOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -232,8 +233,9 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Del
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -327,8 +329,9 @@ def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -413,7 +416,7 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteShareGroupOffsetsResponseTopic] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -425,8 +428,9 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -143,8 +143,9 @@ def _decode_DeleteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -184,7 +185,7 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: i64)
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteShareGroupStateRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -196,8 +197,9 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -263,7 +265,7 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[Delet
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteShareGroupStateRequestDeleteStateData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -275,8 +277,9 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[Delet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -354,8 +357,9 @@ def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -409,7 +413,7 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteShareGroupStateResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -421,8 +425,9 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -472,7 +477,7 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Dele
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteShareGroupStateResponseDeleteStateResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -484,8 +489,9 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Dele
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

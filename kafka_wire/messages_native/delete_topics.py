@@ -157,8 +157,9 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -206,7 +207,7 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
         if n > blen - pos:
             raise _invalid('array TopicNames declares more elements than bytes remain')
         lst_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_topic_names in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -263,7 +264,7 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
         if n > blen - pos:
             raise _invalid('array TopicNames declares more elements than bytes remain')
         lst_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -290,8 +291,9 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -352,7 +354,7 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteTopicsRequestDeleteTopicState] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteTopicsRequestDeleteTopicState_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -366,8 +368,9 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -473,8 +476,9 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -556,8 +560,9 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -653,8 +658,9 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -715,7 +721,7 @@ def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -750,7 +756,7 @@ def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -791,7 +797,7 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -803,8 +809,9 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -856,7 +863,7 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -868,8 +875,9 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -921,7 +929,7 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -933,8 +941,9 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -387,8 +387,9 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -568,8 +569,9 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -647,7 +649,7 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Acls declares more elements than bytes remain')
         lst_acls: list[DescribeAclsResponseAclDescription] = []
-        for _ in range(n):
+        for _i_acls in range(n):
             x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
             lst_acls.append(x_acls)
         o.acls = lst_acls
@@ -712,7 +714,7 @@ def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Acls declares more elements than bytes remain')
         lst_acls: list[DescribeAclsResponseAclDescription] = []
-        for _ in range(n):
+        for _i_acls in range(n):
             x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
             lst_acls.append(x_acls)
         o.acls = lst_acls
@@ -784,7 +786,7 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Acls declares more elements than bytes remain')
         lst_acls: list[DescribeAclsResponseAclDescription] = []
-        for _ in range(n):
+        for _i_acls in range(n):
             x_acls, pos = _decode_DescribeAclsResponseAclDescription_v2(buf, pos)
             lst_acls.append(x_acls)
         o.acls = lst_acls
@@ -796,8 +798,9 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: i64) -> tuple[Descr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -873,7 +876,7 @@ def _decode_DescribeAclsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeAclsResponseResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v0(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -934,7 +937,7 @@ def _decode_DescribeAclsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeAclsResponseResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v1(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -1003,7 +1006,7 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeAclsResponseResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v2(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -1015,8 +1018,9 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

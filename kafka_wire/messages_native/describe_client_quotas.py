@@ -240,8 +240,9 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -300,7 +301,7 @@ def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: i64) -> tuple[Descri
         if n > blen - pos:
             raise _invalid('array Components declares more elements than bytes remain')
         lst_components: list[DescribeClientQuotasRequestComponentData] = []
-        for _ in range(n):
+        for _i_components in range(n):
             x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v0(buf, pos)
             lst_components.append(x_components)
         o.components = lst_components
@@ -341,7 +342,7 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[Descri
         if n > blen - pos:
             raise _invalid('array Components declares more elements than bytes remain')
         lst_components: list[DescribeClientQuotasRequestComponentData] = []
-        for _ in range(n):
+        for _i_components in range(n):
             x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v1(buf, pos)
             lst_components.append(x_components)
         o.components = lst_components
@@ -355,8 +356,9 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[Descri
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -490,8 +492,9 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -606,8 +609,9 @@ def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -653,7 +657,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[DescribeClientQuotasResponseEntityData] = []
-        for _ in range(n):
+        for _i_entity in range(n):
             x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v0(buf, pos)
             lst_entity.append(x_entity)
         o.entity = lst_entity
@@ -665,7 +669,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Values declares more elements than bytes remain')
         lst_values: list[DescribeClientQuotasResponseValueData] = []
-        for _ in range(n):
+        for _i_values in range(n):
             x_values, pos = _decode_DescribeClientQuotasResponseValueData_v0(buf, pos)
             lst_values.append(x_values)
         o.values = lst_values
@@ -711,7 +715,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[DescribeClientQuotasResponseEntityData] = []
-        for _ in range(n):
+        for _i_entity in range(n):
             x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v1(buf, pos)
             lst_entity.append(x_entity)
         o.entity = lst_entity
@@ -727,7 +731,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Values declares more elements than bytes remain')
         lst_values: list[DescribeClientQuotasResponseValueData] = []
-        for _ in range(n):
+        for _i_values in range(n):
             x_values, pos = _decode_DescribeClientQuotasResponseValueData_v1(buf, pos)
             lst_values.append(x_values)
         o.values = lst_values
@@ -739,8 +743,9 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -813,7 +818,7 @@ def _decode_DescribeClientQuotasResponse_v0(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[DescribeClientQuotasResponseEntryData] = []
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v0(buf, pos)
             lst_entries.append(x_entries)
         o.entries = lst_entries
@@ -882,7 +887,7 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[DescribeClientQuotasResponseEntryData] = []
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v1(buf, pos)
             lst_entries.append(x_entries)
         o.entries = lst_entries
@@ -894,8 +899,9 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[Descr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

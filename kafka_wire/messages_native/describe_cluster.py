@@ -139,8 +139,9 @@ def _decode_DescribeClusterRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeClu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -185,8 +186,9 @@ def _decode_DescribeClusterRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeClu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -231,8 +233,9 @@ def _decode_DescribeClusterRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeClu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -305,8 +308,9 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: i64) -> tuple[Desc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -407,8 +411,9 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: i64) -> tuple[Desc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -513,7 +518,7 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCl
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[DescribeClusterResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -527,8 +532,9 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -651,7 +657,7 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCl
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[DescribeClusterResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -665,8 +671,9 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -788,7 +795,7 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeCl
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[DescribeClusterResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_DescribeClusterResponseBroker_v2(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -802,8 +809,9 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeCl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

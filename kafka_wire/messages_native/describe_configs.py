@@ -159,7 +159,7 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[Des
         if n > blen - pos:
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
         lst_configuration_keys: list[str] = []
-        for _ in range(n):
+        for _i_configuration_keys in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -240,7 +240,7 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[Des
         if n > blen - pos:
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
         lst_configuration_keys: list[str] = []
-        for _ in range(n):
+        for _i_configuration_keys in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -265,8 +265,9 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[Des
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -334,7 +335,7 @@ def _decode_DescribeConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeCon
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -372,7 +373,7 @@ def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeCon
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -410,7 +411,7 @@ def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: i64) -> tuple[DescribeCon
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -454,7 +455,7 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: i64) -> tuple[DescribeCon
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v4(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -470,8 +471,9 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: i64) -> tuple[DescribeCon
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -615,8 +617,9 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: i64) -> tuple[Des
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -780,7 +783,7 @@ def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Synonyms declares more elements than bytes remain')
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
-        for _ in range(n):
+        for _i_synonyms in range(n):
             x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
             lst_synonyms.append(x_synonyms)
         o.synonyms = lst_synonyms
@@ -870,7 +873,7 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Synonyms declares more elements than bytes remain')
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
-        for _ in range(n):
+        for _i_synonyms in range(n):
             x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
             lst_synonyms.append(x_synonyms)
         o.synonyms = lst_synonyms
@@ -997,7 +1000,7 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Synonyms declares more elements than bytes remain')
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
-        for _ in range(n):
+        for _i_synonyms in range(n):
             x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v4(buf, pos)
             lst_synonyms.append(x_synonyms)
         o.synonyms = lst_synonyms
@@ -1028,8 +1031,9 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1149,7 +1153,7 @@ def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v0(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -1233,7 +1237,7 @@ def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v1(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -1317,7 +1321,7 @@ def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v3(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -1413,7 +1417,7 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v4(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -1425,8 +1429,9 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1500,7 +1505,7 @@ def _decode_DescribeConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1536,7 +1541,7 @@ def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v1(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1572,7 +1577,7 @@ def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeCo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v3(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1613,7 +1618,7 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeCo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v4(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1625,8 +1630,9 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -230,8 +230,9 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -289,7 +290,7 @@ def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[Des
         if n > blen - pos:
             raise _invalid('array Owners declares more elements than bytes remain')
         lst_owners: list[DescribeDelegationTokenRequestOwner] = []
-        for _ in range(n):
+        for _i_owners in range(n):
             x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v0(buf, pos)
             lst_owners.append(x_owners)
         o.owners = lst_owners
@@ -327,7 +328,7 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Des
         if n > blen - pos:
             raise _invalid('array Owners declares more elements than bytes remain')
         lst_owners: list[DescribeDelegationTokenRequestOwner] = []
-        for _ in range(n):
+        for _i_owners in range(n):
             x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v2(buf, pos)
             lst_owners.append(x_owners)
         o.owners = lst_owners
@@ -339,8 +340,9 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Des
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -473,8 +475,9 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -587,7 +590,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
-        for _ in range(n):
+        for _i_renewers in range(n):
             x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf, pos)
             lst_renewers.append(x_renewers)
         o.renewers = lst_renewers
@@ -736,7 +739,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
-        for _ in range(n):
+        for _i_renewers in range(n):
             x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
             lst_renewers.append(x_renewers)
         o.renewers = lst_renewers
@@ -748,8 +751,9 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -955,7 +959,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         if n > blen - pos:
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
-        for _ in range(n):
+        for _i_renewers in range(n):
             x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
             lst_renewers.append(x_renewers)
         o.renewers = lst_renewers
@@ -967,8 +971,9 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1093,7 +1098,7 @@ def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Tokens declares more elements than bytes remain')
         lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
-        for _ in range(n):
+        for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf, pos)
             lst_tokens.append(x_tokens)
         o.tokens = lst_tokens
@@ -1137,7 +1142,7 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Tokens declares more elements than bytes remain')
         lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
-        for _ in range(n):
+        for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf, pos)
             lst_tokens.append(x_tokens)
         o.tokens = lst_tokens
@@ -1151,8 +1156,9 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1205,7 +1211,7 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Tokens declares more elements than bytes remain')
         lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
-        for _ in range(n):
+        for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf, pos)
             lst_tokens.append(x_tokens)
         o.tokens = lst_tokens
@@ -1219,8 +1225,9 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -138,7 +138,7 @@ def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeGrou
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[str] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -187,7 +187,7 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: i64) -> tuple[DescribeGrou
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[str] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:
@@ -241,7 +241,7 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[DescribeGrou
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[str] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -268,8 +268,9 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[DescribeGrou
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -659,8 +660,9 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -819,7 +821,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -945,7 +947,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1072,7 +1074,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1219,7 +1221,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1233,8 +1235,9 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1421,7 +1424,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1435,8 +1438,9 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1548,7 +1552,7 @@ def _decode_DescribeGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeGro
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1583,7 +1587,7 @@ def _decode_DescribeGroupsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeGro
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1619,7 +1623,7 @@ def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeGro
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v3(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1655,7 +1659,7 @@ def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeGro
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v4(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1696,7 +1700,7 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeGro
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v5(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1708,8 +1712,9 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeGro
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1761,7 +1766,7 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: i64) -> tuple[DescribeGro
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v6(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1773,8 +1778,9 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: i64) -> tuple[DescribeGro
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

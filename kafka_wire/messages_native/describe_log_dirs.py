@@ -156,7 +156,7 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: i64
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -220,7 +220,7 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: i64
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -233,8 +233,9 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -291,7 +292,7 @@ def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeLog
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -329,7 +330,7 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeLog
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -341,8 +342,9 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeLog
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -418,8 +420,9 @@ def _decode_DescribeLogDirsResponsePartition_v2(buf: bytes, pos: i64) -> tuple[D
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -468,7 +471,7 @@ def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeLogDirsResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -531,7 +534,7 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeLogDirsResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -543,8 +546,9 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: i64) -> tuple[Descr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -619,7 +623,7 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -688,7 +692,7 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -700,8 +704,9 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: i64) -> tuple[Desc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -783,7 +788,7 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -799,8 +804,9 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -883,7 +889,7 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: i64) -> tuple[Desc
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -901,8 +907,9 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: i64) -> tuple[Desc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -966,7 +973,7 @@ def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeLo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1008,7 +1015,7 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeLo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1020,8 +1027,9 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeLo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1075,7 +1083,7 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeLo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1087,8 +1095,9 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeLo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1143,7 +1152,7 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeLo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v4(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1155,8 +1164,9 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeLo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1211,7 +1221,7 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeLo
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v5(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -1223,8 +1233,9 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeLo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

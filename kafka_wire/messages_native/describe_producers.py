@@ -162,7 +162,7 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: i64) -> tup
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -175,8 +175,9 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -238,7 +239,7 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeP
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeProducersRequestTopicRequest] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeProducersRequestTopicRequest_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -250,8 +251,9 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeP
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -308,8 +310,9 @@ def _decode_DescribeProducersResponseProducerState_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -372,7 +375,7 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: i64) 
         if n > blen - pos:
             raise _invalid('array ActiveProducers declares more elements than bytes remain')
         lst_active_producers: list[DescribeProducersResponseProducerState] = []
-        for _ in range(n):
+        for _i_active_producers in range(n):
             x_active_producers, pos = _decode_DescribeProducersResponseProducerState_v0(buf, pos)
             lst_active_producers.append(x_active_producers)
         o.active_producers = lst_active_producers
@@ -384,8 +387,9 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -465,7 +469,7 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: i64) -> t
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeProducersResponsePartitionResponse] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeProducersResponsePartitionResponse_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -477,8 +481,9 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -542,7 +547,7 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: i64) -> tuple[Describe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeProducersResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeProducersResponseTopicResponse_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -554,8 +559,9 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: i64) -> tuple[Describe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -150,8 +150,9 @@ def _decode_DescribeQuorumRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -205,7 +206,7 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Des
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -217,8 +218,9 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Des
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -280,7 +282,7 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeQuor
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -292,8 +294,9 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeQuor
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -345,8 +348,9 @@ def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -392,8 +396,9 @@ def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -442,8 +447,9 @@ def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -496,7 +502,7 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
-        for _ in range(n):
+        for _i_current_voters in range(n):
             x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
             lst_current_voters.append(x_current_voters)
         o.current_voters = lst_current_voters
@@ -512,7 +518,7 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Observers declares more elements than bytes remain')
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
-        for _ in range(n):
+        for _i_observers in range(n):
             x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
             lst_observers.append(x_observers)
         o.observers = lst_observers
@@ -524,8 +530,9 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -602,7 +609,7 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
-        for _ in range(n):
+        for _i_current_voters in range(n):
             x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
             lst_current_voters.append(x_current_voters)
         o.current_voters = lst_current_voters
@@ -618,7 +625,7 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Observers declares more elements than bytes remain')
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
-        for _ in range(n):
+        for _i_observers in range(n):
             x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
             lst_observers.append(x_observers)
         o.observers = lst_observers
@@ -630,8 +637,9 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -723,7 +731,7 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
-        for _ in range(n):
+        for _i_current_voters in range(n):
             x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
             lst_current_voters.append(x_current_voters)
         o.current_voters = lst_current_voters
@@ -739,7 +747,7 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Observers declares more elements than bytes remain')
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
-        for _ in range(n):
+        for _i_observers in range(n):
             x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
             lst_observers.append(x_observers)
         o.observers = lst_observers
@@ -751,8 +759,9 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -847,7 +856,7 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -859,8 +868,9 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -938,7 +948,7 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -950,8 +960,9 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1029,7 +1040,7 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1041,8 +1052,9 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1134,8 +1146,9 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: i64) -> tuple[Des
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1201,7 +1214,7 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: i64) -> tuple[Describ
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[DescribeQuorumResponseListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_DescribeQuorumResponseListener_v2(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -1213,8 +1226,9 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: i64) -> tuple[Describ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1268,7 +1282,7 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeQuo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1280,8 +1294,9 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeQuo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1337,7 +1352,7 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeQuo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1349,8 +1364,9 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeQuo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1420,7 +1436,7 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1436,7 +1452,7 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
         if n > blen - pos:
             raise _invalid('array Nodes declares more elements than bytes remain')
         lst_nodes: list[DescribeQuorumResponseNode] = []
-        for _ in range(n):
+        for _i_nodes in range(n):
             x_nodes, pos = _decode_DescribeQuorumResponseNode_v2(buf, pos)
             lst_nodes.append(x_nodes)
         o.nodes = lst_nodes
@@ -1448,8 +1464,9 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

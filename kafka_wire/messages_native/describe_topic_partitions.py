@@ -159,8 +159,9 @@ def _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -224,8 +225,9 @@ def _decode_DescribeTopicPartitionsRequestCursor_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -277,7 +279,7 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[Des
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeTopicPartitionsRequestTopicRequest] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -298,8 +300,9 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[Des
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -363,7 +366,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
         lst_replica_nodes: list[int] = []
-        for _ in range(n):
+        for _i_replica_nodes in range(n):
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
@@ -380,7 +383,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
         lst_isr_nodes: list[int] = []
-        for _ in range(n):
+        for _i_isr_nodes in range(n):
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
@@ -397,7 +400,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         if n * 4 > blen - pos:
             raise _truncated('EligibleLeaderReplicas')
         lst_eligible_leader_replicas: list[int] = []
-        for _ in range(n):
+        for _i_eligible_leader_replicas in range(n):
             e_eligible_leader_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_eligible_leader_replicas.append(e_eligible_leader_replicas)
@@ -414,7 +417,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         if n * 4 > blen - pos:
             raise _truncated('LastKnownElr')
         lst_last_known_elr: list[int] = []
-        for _ in range(n):
+        for _i_last_known_elr in range(n):
             e_last_known_elr = read_i32_be(buf, pos)
             pos += 4
             lst_last_known_elr.append(e_last_known_elr)
@@ -431,7 +434,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -444,8 +447,9 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -568,7 +572,7 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeTopicPartitionsResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -582,8 +586,9 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -663,8 +668,9 @@ def _decode_DescribeTopicPartitionsResponseCursor_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -718,7 +724,7 @@ def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[De
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeTopicPartitionsResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -737,8 +743,9 @@ def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[De
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

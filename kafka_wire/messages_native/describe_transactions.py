@@ -142,7 +142,7 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[Descri
         if n > blen - pos:
             raise _invalid('array TransactionalIds declares more elements than bytes remain')
         lst_transactional_ids: list[str] = []
-        for _ in range(n):
+        for _i_transactional_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -167,8 +167,9 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[Descri
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -241,7 +242,7 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -254,8 +255,9 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -359,7 +361,7 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeTransactionsResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeTransactionsResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -371,8 +373,9 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -454,7 +457,7 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[Descr
         if n > blen - pos:
             raise _invalid('array TransactionStates declares more elements than bytes remain')
         lst_transaction_states: list[DescribeTransactionsResponseTransactionState] = []
-        for _ in range(n):
+        for _i_transaction_states in range(n):
             x_transaction_states, pos = _decode_DescribeTransactionsResponseTransactionState_v0(buf, pos)
             lst_transaction_states.append(x_transaction_states)
         o.transaction_states = lst_transaction_states
@@ -466,8 +469,9 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[Descr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

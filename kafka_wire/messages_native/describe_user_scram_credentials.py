@@ -155,8 +155,9 @@ def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -206,7 +207,7 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Users declares more elements than bytes remain')
         lst_users: list[DescribeUserScramCredentialsRequestUserName] = []
-        for _ in range(n):
+        for _i_users in range(n):
             x_users, pos = _decode_DescribeUserScramCredentialsRequestUserName_v0(buf, pos)
             lst_users.append(x_users)
         o.users = lst_users
@@ -218,8 +219,9 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -270,8 +272,9 @@ def _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf: bytes, po
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -344,7 +347,7 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) 
         if n > blen - pos:
             raise _invalid('array CredentialInfos declares more elements than bytes remain')
         lst_credential_infos: list[DescribeUserScramCredentialsResponseCredentialInfo] = []
-        for _ in range(n):
+        for _i_credential_infos in range(n):
             x_credential_infos, pos = _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf, pos)
             lst_credential_infos.append(x_credential_infos)
         o.credential_infos = lst_credential_infos
@@ -356,8 +359,9 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -453,7 +457,7 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeUserScramCredentialsResponseResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeUserScramCredentialsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -465,8 +469,9 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

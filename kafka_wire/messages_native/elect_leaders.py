@@ -151,7 +151,7 @@ def _decode_ElectLeadersRequestTopicPartitions_v0(buf: bytes, pos: i64) -> tuple
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -215,7 +215,7 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: i64) -> tuple
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -228,8 +228,9 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -287,7 +288,7 @@ def _decode_ElectLeadersRequest_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -329,7 +330,7 @@ def _decode_ElectLeadersRequest_v1(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -375,7 +376,7 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v2(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -389,8 +390,9 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -498,8 +500,9 @@ def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -559,7 +562,7 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: i64) -
         if n > blen - pos:
             raise _invalid('array PartitionResult declares more elements than bytes remain')
         lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partition_result in range(n):
             x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v0(buf, pos)
             lst_partition_result.append(x_partition_result)
         o.partition_result = lst_partition_result
@@ -622,7 +625,7 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: i64) -
         if n > blen - pos:
             raise _invalid('array PartitionResult declares more elements than bytes remain')
         lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partition_result in range(n):
             x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v2(buf, pos)
             lst_partition_result.append(x_partition_result)
         o.partition_result = lst_partition_result
@@ -634,8 +637,9 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -695,7 +699,7 @@ def _decode_ElectLeadersResponse_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersR
         if n > blen - pos:
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
         lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
-        for _ in range(n):
+        for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
             lst_replica_election_results.append(x_replica_election_results)
         o.replica_election_results = lst_replica_election_results
@@ -735,7 +739,7 @@ def _decode_ElectLeadersResponse_v1(buf: bytes, pos: i64) -> tuple[ElectLeadersR
         if n > blen - pos:
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
         lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
-        for _ in range(n):
+        for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
             lst_replica_election_results.append(x_replica_election_results)
         o.replica_election_results = lst_replica_election_results
@@ -779,7 +783,7 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersR
         if n > blen - pos:
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
         lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
-        for _ in range(n):
+        for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v2(buf, pos)
             lst_replica_election_results.append(x_replica_election_results)
         o.replica_election_results = lst_replica_election_results
@@ -791,8 +795,9 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

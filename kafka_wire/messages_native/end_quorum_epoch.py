@@ -151,8 +151,9 @@ def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: i64) -> tuple[E
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -193,7 +194,7 @@ def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
         if n * 4 > blen - pos:
             raise _truncated('PreferredSuccessors')
         lst_preferred_successors: list[int] = []
-        for _ in range(n):
+        for _i_preferred_successors in range(n):
             e_preferred_successors = read_i32_be(buf, pos)
             pos += 4
             lst_preferred_successors.append(e_preferred_successors)
@@ -242,7 +243,7 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array PreferredCandidates declares more elements than bytes remain')
         lst_preferred_candidates: list[EndQuorumEpochRequestReplicaInfo] = []
-        for _ in range(n):
+        for _i_preferred_candidates in range(n):
             x_preferred_candidates, pos = _decode_EndQuorumEpochRequestReplicaInfo_v1(buf, pos)
             lst_preferred_candidates.append(x_preferred_candidates)
         o.preferred_candidates = lst_preferred_candidates
@@ -254,8 +255,9 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -315,7 +317,7 @@ def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[End
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -378,7 +380,7 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[End
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -390,8 +392,9 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[End
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -483,8 +486,9 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -557,7 +561,7 @@ def _decode_EndQuorumEpochRequest_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -620,7 +624,7 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -636,7 +640,7 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         if n > blen - pos:
             raise _invalid('array LeaderEndpoints declares more elements than bytes remain')
         lst_leader_endpoints: list[EndQuorumEpochRequestLeaderEndpoint] = []
-        for _ in range(n):
+        for _i_leader_endpoints in range(n):
             x_leader_endpoints, pos = _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
             lst_leader_endpoints.append(x_leader_endpoints)
         o.leader_endpoints = lst_leader_endpoints
@@ -648,8 +652,9 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -750,8 +755,9 @@ def _decode_EndQuorumEpochResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -800,7 +806,7 @@ def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[En
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -863,7 +869,7 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[En
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -875,8 +881,9 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[En
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -954,8 +961,9 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1005,7 +1013,7 @@ def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEp
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1049,7 +1057,7 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEp
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1061,8 +1069,9 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEp
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1078,7 +1087,7 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEp
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[EndQuorumEpochResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints

@@ -200,8 +200,9 @@ def _decode_EndTxnRequest_v3(buf: bytes, pos: i64) -> tuple[EndTxnRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -275,8 +276,9 @@ def _decode_EndTxnResponse_v3(buf: bytes, pos: i64) -> tuple[EndTxnResponse, i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -319,8 +321,9 @@ def _decode_EndTxnResponse_v5(buf: bytes, pos: i64) -> tuple[EndTxnResponse, i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -174,8 +174,9 @@ def _decode_EnvelopeRequest_v0(buf: bytes, pos: i64) -> tuple[EnvelopeRequest, i
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -257,8 +258,9 @@ def _decode_EnvelopeResponse_v0(buf: bytes, pos: i64) -> tuple[EnvelopeResponse,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -186,8 +186,9 @@ def _decode_ExpireDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Expir
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -258,8 +259,9 @@ def _decode_ExpireDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Expi
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -166,8 +166,9 @@ def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: i64) -> tuple[FetchReq
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -303,8 +304,9 @@ def _decode_FetchRequestPartition_v12(buf: bytes, pos: i64) -> tuple[FetchReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0 or tag == 1:
@@ -359,8 +361,9 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -423,8 +426,9 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -491,7 +495,7 @@ def _decode_FetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -547,7 +551,7 @@ def _decode_FetchRequestTopic_v5(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v5(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -603,7 +607,7 @@ def _decode_FetchRequestTopic_v9(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -667,7 +671,7 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -679,8 +683,9 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -745,7 +750,7 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -757,8 +762,9 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -811,7 +817,7 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v17(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -823,8 +829,9 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -877,7 +884,7 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v18(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -889,8 +896,9 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -949,7 +957,7 @@ def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: i64) -> tuple[FetchRe
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -1014,7 +1022,7 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchR
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -1027,8 +1035,9 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1093,7 +1102,7 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchR
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -1106,8 +1115,9 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1166,7 +1176,7 @@ def _decode_FetchRequest_v0(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1221,7 +1231,7 @@ def _decode_FetchRequest_v3(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1280,7 +1290,7 @@ def _decode_FetchRequest_v4(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1340,7 +1350,7 @@ def _decode_FetchRequest_v5(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1401,7 +1411,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1413,7 +1423,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -1482,7 +1492,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1494,7 +1504,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -1563,7 +1573,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1575,7 +1585,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -1669,7 +1679,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v12(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1685,7 +1695,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v12(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -1713,8 +1723,9 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1851,7 +1862,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1867,7 +1878,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -1895,8 +1906,9 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2032,7 +2044,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2048,7 +2060,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -2076,8 +2088,9 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2217,7 +2230,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v17(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2233,7 +2246,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -2261,8 +2274,9 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2402,7 +2416,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v18(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2418,7 +2432,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -2446,8 +2460,9 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2570,8 +2585,9 @@ def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: i64) -> tuple[Fetch
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2610,8 +2626,9 @@ def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: i64) -> tuple[Fet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2650,8 +2667,9 @@ def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: i64) -> tuple[FetchResp
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2707,8 +2725,9 @@ def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: i64) -> tuple[F
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2813,7 +2832,7 @@ def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: i64) -> tuple[FetchRe
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
@@ -2891,7 +2910,7 @@ def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: i64) -> tuple[FetchRe
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
@@ -2969,7 +2988,7 @@ def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: i64) -> tuple[FetchR
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
@@ -3052,7 +3071,7 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v12(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
         o.aborted_transactions = lst_aborted_transactions
@@ -3080,8 +3099,9 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -3178,7 +3198,7 @@ def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -3234,7 +3254,7 @@ def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v4(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -3290,7 +3310,7 @@ def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v5(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -3346,7 +3366,7 @@ def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v11(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -3410,7 +3430,7 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -3422,8 +3442,9 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -3488,7 +3509,7 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -3500,8 +3521,9 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -3583,8 +3605,9 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: i64) -> tuple[FetchRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -3648,7 +3671,7 @@ def _decode_FetchResponse_v0(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3690,7 +3713,7 @@ def _decode_FetchResponse_v1(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3733,7 +3756,7 @@ def _decode_FetchResponse_v4(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v4(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3776,7 +3799,7 @@ def _decode_FetchResponse_v5(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3821,7 +3844,7 @@ def _decode_FetchResponse_v7(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3866,7 +3889,7 @@ def _decode_FetchResponse_v11(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v11(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3916,7 +3939,7 @@ def _decode_FetchResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v12(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -3928,8 +3951,9 @@ def _decode_FetchResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -3992,7 +4016,7 @@ def _decode_FetchResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -4004,8 +4028,9 @@ def _decode_FetchResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -4068,7 +4093,7 @@ def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -4080,8 +4105,9 @@ def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -4097,7 +4123,7 @@ def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[FetchResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_FetchResponseNodeEndpoint_v16(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints

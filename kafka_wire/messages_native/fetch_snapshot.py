@@ -155,8 +155,9 @@ def _decode_FetchSnapshotRequestSnapshotId_v0(buf: bytes, pos: i64) -> tuple[Fet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -200,8 +201,9 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -249,8 +251,9 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -315,7 +318,7 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchSnapshotRequestPartitionSnapshot] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -327,8 +330,9 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -406,7 +410,7 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchSnapshotRequestPartitionSnapshot] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -418,8 +422,9 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -486,7 +491,7 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshot
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotRequestTopicSnapshot] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -498,8 +503,9 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshot
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -589,7 +595,7 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshot
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotRequestTopicSnapshot] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -601,8 +607,9 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshot
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -687,8 +694,9 @@ def _decode_FetchSnapshotResponseSnapshotId_v0(buf: bytes, pos: i64) -> tuple[Fe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -727,8 +735,9 @@ def _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -789,8 +798,9 @@ def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -867,7 +877,7 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchSnapshotResponsePartitionSnapshot] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -879,8 +889,9 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -958,8 +969,9 @@ def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1016,7 +1028,7 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: i64) -> tuple[FetchSnapsho
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotResponseTopicSnapshot] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1028,8 +1040,9 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: i64) -> tuple[FetchSnapsho
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1089,7 +1102,7 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: i64) -> tuple[FetchSnapsho
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotResponseTopicSnapshot] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1101,8 +1114,9 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: i64) -> tuple[FetchSnapsho
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1118,7 +1132,7 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: i64) -> tuple[FetchSnapsho
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[FetchSnapshotResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_FetchSnapshotResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints

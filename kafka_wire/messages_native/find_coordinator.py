@@ -240,8 +240,9 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: i64) -> tuple[FindCoordin
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -299,7 +300,7 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: i64) -> tuple[FindCoordin
         if n > blen - pos:
             raise _invalid('array CoordinatorKeys declares more elements than bytes remain')
         lst_coordinator_keys: list[str] = []
-        for _ in range(n):
+        for _i_coordinator_keys in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -324,8 +325,9 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: i64) -> tuple[FindCoordin
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -435,8 +437,9 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -672,8 +675,9 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: i64) -> tuple[FindCoordi
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -749,7 +753,7 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: i64) -> tuple[FindCoordi
         if n > blen - pos:
             raise _invalid('array Coordinators declares more elements than bytes remain')
         lst_coordinators: list[FindCoordinatorResponseCoordinator] = []
-        for _ in range(n):
+        for _i_coordinators in range(n):
             x_coordinators, pos = _decode_FindCoordinatorResponseCoordinator_v4(buf, pos)
             lst_coordinators.append(x_coordinators)
         o.coordinators = lst_coordinators
@@ -761,8 +765,9 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: i64) -> tuple[FindCoordi
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

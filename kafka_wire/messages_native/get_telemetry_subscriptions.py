@@ -135,8 +135,9 @@ def _decode_GetTelemetrySubscriptionsRequest_v0(buf: bytes, pos: i64) -> tuple[G
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -183,7 +184,7 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[
         if n * 1 > blen - pos:
             raise _truncated('AcceptedCompressionTypes')
         lst_accepted_compression_types: list[int] = []
-        for _ in range(n):
+        for _i_accepted_compression_types in range(n):
             b8 = buf[pos]
             e_accepted_compression_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
@@ -207,7 +208,7 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array RequestedMetrics declares more elements than bytes remain')
         lst_requested_metrics: list[str] = []
-        for _ in range(n):
+        for _i_requested_metrics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -232,8 +233,9 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -325,8 +325,9 @@ def _decode_HeartbeatRequest_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -435,8 +436,9 @@ def _decode_HeartbeatResponse_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRespons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

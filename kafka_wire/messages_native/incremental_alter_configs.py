@@ -236,8 +236,9 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -313,7 +314,7 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, po
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -381,7 +382,7 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf, pos)
             lst_configs.append(x_configs)
         o.configs = lst_configs
@@ -393,8 +394,9 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -452,7 +454,7 @@ def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[Inc
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[IncrementalAlterConfigsRequestAlterConfigsResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -493,7 +495,7 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[Inc
         if n > blen - pos:
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[IncrementalAlterConfigsRequestAlterConfigsResource] = []
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf, pos)
             lst_resources.append(x_resources)
         o.resources = lst_resources
@@ -507,8 +509,9 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[Inc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -656,8 +659,9 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -719,7 +723,7 @@ def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[In
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -760,7 +764,7 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[In
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -772,8 +776,9 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[In
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

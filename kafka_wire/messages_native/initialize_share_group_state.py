@@ -148,8 +148,9 @@ def _decode_InitializeShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -191,7 +192,7 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[InitializeShareGroupStateRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_InitializeShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -203,8 +204,9 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -270,7 +272,7 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[I
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[InitializeShareGroupStateRequestInitializeStateData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -282,8 +284,9 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[I
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -361,8 +364,9 @@ def _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf: bytes, pos:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -416,7 +420,7 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[InitializeShareGroupStateResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -428,8 +432,9 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -479,7 +484,7 @@ def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[InitializeShareGroupStateResponseInitializeStateResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -491,8 +496,9 @@ def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -219,8 +219,9 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: i64) -> tuple[JoinGroup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -318,7 +319,7 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
-        for _ in range(n):
+        for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
             lst_protocols.append(x_protocols)
         o.protocols = lst_protocols
@@ -424,7 +425,7 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
-        for _ in range(n):
+        for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
             lst_protocols.append(x_protocols)
         o.protocols = lst_protocols
@@ -542,7 +543,7 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
-        for _ in range(n):
+        for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
             lst_protocols.append(x_protocols)
         o.protocols = lst_protocols
@@ -687,7 +688,7 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
-        for _ in range(n):
+        for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
             lst_protocols.append(x_protocols)
         o.protocols = lst_protocols
@@ -699,8 +700,9 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -871,7 +873,7 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         if n > blen - pos:
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
-        for _ in range(n):
+        for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
             lst_protocols.append(x_protocols)
         o.protocols = lst_protocols
@@ -899,8 +901,9 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1184,8 +1187,9 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: i64) -> tuple[JoinGroupR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1298,7 +1302,7 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1407,7 +1411,7 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1517,7 +1521,7 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v5(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1643,7 +1647,7 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1655,8 +1659,9 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1820,7 +1825,7 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -1832,8 +1837,9 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2011,7 +2017,7 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -2023,8 +2029,9 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

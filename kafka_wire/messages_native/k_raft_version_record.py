@@ -133,8 +133,9 @@ def _decode_KRaftVersionRecord_v0(buf: bytes, pos: i64) -> tuple[KRaftVersionRec
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -168,7 +168,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -183,7 +183,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -265,7 +265,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -280,7 +280,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -353,7 +353,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -368,7 +368,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -430,7 +430,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -445,7 +445,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -458,7 +458,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
         lst_adding_replicas: list[int] = []
-        for _ in range(n):
+        for _i_adding_replicas in range(n):
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
@@ -471,7 +471,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
         lst_removing_replicas: list[int] = []
-        for _ in range(n):
+        for _i_removing_replicas in range(n):
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
@@ -554,7 +554,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -573,7 +573,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -590,7 +590,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
         lst_adding_replicas: list[int] = []
-        for _ in range(n):
+        for _i_adding_replicas in range(n):
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
@@ -607,7 +607,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
         lst_removing_replicas: list[int] = []
-        for _ in range(n):
+        for _i_removing_replicas in range(n):
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
@@ -622,8 +622,9 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -726,7 +727,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -745,7 +746,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -762,7 +763,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
         lst_adding_replicas: list[int] = []
-        for _ in range(n):
+        for _i_adding_replicas in range(n):
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
@@ -779,7 +780,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
         lst_removing_replicas: list[int] = []
-        for _ in range(n):
+        for _i_removing_replicas in range(n):
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
@@ -797,8 +798,9 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -899,7 +901,7 @@ def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: i64) -> tuple[Lead
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v2(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -955,7 +957,7 @@ def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[Lead
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v3(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -1019,7 +1021,7 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: i64) -> tuple[Lead
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -1031,8 +1033,9 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: i64) -> tuple[Lead
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1112,7 +1115,7 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Lead
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -1124,8 +1127,9 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Lead
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1206,7 +1210,7 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Lead
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v6(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -1218,8 +1222,9 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Lead
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1339,8 +1344,9 @@ def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: i64) -> tuple[Lead
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1395,7 +1401,7 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1407,7 +1413,7 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1464,7 +1470,7 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v1(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1476,7 +1482,7 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1534,7 +1540,7 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v2(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1546,7 +1552,7 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1605,7 +1611,7 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v3(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1617,7 +1623,7 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1681,7 +1687,7 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v4(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1697,7 +1703,7 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1709,8 +1715,9 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1792,7 +1799,7 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v5(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1808,7 +1815,7 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1820,8 +1827,9 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1902,7 +1910,7 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1918,7 +1926,7 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -1930,8 +1938,9 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2013,7 +2022,7 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2029,7 +2038,7 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         if n > blen - pos:
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
         o.live_leaders = lst_live_leaders
@@ -2041,8 +2050,9 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2167,8 +2177,9 @@ def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2221,8 +2232,9 @@ def _decode_LeaderAndIsrResponsePartitionError_v5(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2263,7 +2275,7 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: i64) -> tuple[Lea
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v5(buf, pos)
             lst_partition_errors.append(x_partition_errors)
         o.partition_errors = lst_partition_errors
@@ -2275,8 +2287,9 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: i64) -> tuple[Lea
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2324,7 +2337,7 @@ def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v0(buf, pos)
             lst_partition_errors.append(x_partition_errors)
         o.partition_errors = lst_partition_errors
@@ -2368,7 +2381,7 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v4(buf, pos)
             lst_partition_errors.append(x_partition_errors)
         o.partition_errors = lst_partition_errors
@@ -2380,8 +2393,9 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2436,7 +2450,7 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[LeaderAndIsrResponseTopicError] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_LeaderAndIsrResponseTopicError_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2448,8 +2462,9 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

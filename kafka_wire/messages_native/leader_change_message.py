@@ -135,8 +135,9 @@ def _decode_LeaderChangeMessageVoter_v0(buf: bytes, pos: i64) -> tuple[LeaderCha
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -176,8 +177,9 @@ def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: i64) -> tuple[LeaderCha
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -220,7 +222,7 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         if n > blen - pos:
             raise _invalid('array Voters declares more elements than bytes remain')
         lst_voters: list[LeaderChangeMessageVoter] = []
-        for _ in range(n):
+        for _i_voters in range(n):
             x_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
             lst_voters.append(x_voters)
         o.voters = lst_voters
@@ -236,7 +238,7 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         if n > blen - pos:
             raise _invalid('array GrantingVoters declares more elements than bytes remain')
         lst_granting_voters: list[LeaderChangeMessageVoter] = []
-        for _ in range(n):
+        for _i_granting_voters in range(n):
             x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
             lst_granting_voters.append(x_granting_voters)
         o.granting_voters = lst_granting_voters
@@ -248,8 +250,9 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -316,7 +319,7 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         if n > blen - pos:
             raise _invalid('array Voters declares more elements than bytes remain')
         lst_voters: list[LeaderChangeMessageVoter] = []
-        for _ in range(n):
+        for _i_voters in range(n):
             x_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
             lst_voters.append(x_voters)
         o.voters = lst_voters
@@ -332,7 +335,7 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         if n > blen - pos:
             raise _invalid('array GrantingVoters declares more elements than bytes remain')
         lst_granting_voters: list[LeaderChangeMessageVoter] = []
-        for _ in range(n):
+        for _i_granting_voters in range(n):
             x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
             lst_granting_voters.append(x_granting_voters)
         o.granting_voters = lst_granting_voters
@@ -344,8 +347,9 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -227,8 +227,9 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: i64) -> tuple[Le
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -335,8 +336,9 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: i64) -> tuple[Le
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -480,7 +482,7 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v3(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -546,7 +548,7 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v4(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -558,8 +560,9 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -640,7 +643,7 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v5(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -652,8 +655,9 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -806,8 +810,9 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: i64) -> tuple[L
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -908,7 +913,7 @@ def _decode_LeaveGroupResponse_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupRespo
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupResponseMemberResponse] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupResponseMemberResponse_v3(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -952,7 +957,7 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupRespo
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupResponseMemberResponse] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupResponseMemberResponse_v4(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -964,8 +969,9 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

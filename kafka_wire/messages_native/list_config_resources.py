@@ -136,8 +136,9 @@ def _decode_ListConfigResourcesRequest_v0(buf: bytes, pos: i64) -> tuple[ListCon
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -177,7 +178,7 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: i64) -> tuple[ListCon
         if n * 1 > blen - pos:
             raise _truncated('ResourceTypes')
         lst_resource_types: list[int] = []
-        for _ in range(n):
+        for _i_resource_types in range(n):
             b8 = buf[pos]
             e_resource_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
@@ -191,8 +192,9 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: i64) -> tuple[ListCon
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -254,8 +256,9 @@ def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -321,8 +324,9 @@ def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -377,7 +381,7 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: i64) -> tuple[ListCo
         if n > blen - pos:
             raise _invalid('array ConfigResources declares more elements than bytes remain')
         lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
-        for _ in range(n):
+        for _i_config_resources in range(n):
             x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v0(buf, pos)
             lst_config_resources.append(x_config_resources)
         o.config_resources = lst_config_resources
@@ -389,8 +393,9 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: i64) -> tuple[ListCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -445,7 +450,7 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: i64) -> tuple[ListCo
         if n > blen - pos:
             raise _invalid('array ConfigResources declares more elements than bytes remain')
         lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
-        for _ in range(n):
+        for _i_config_resources in range(n):
             x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v1(buf, pos)
             lst_config_resources.append(x_config_resources)
         o.config_resources = lst_config_resources
@@ -457,8 +462,9 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: i64) -> tuple[ListCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -154,8 +154,9 @@ def _decode_ListGroupsRequest_v3(buf: bytes, pos: i64) -> tuple[ListGroupsReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -197,7 +198,7 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: i64) -> tuple[ListGroupsReques
         if n > blen - pos:
             raise _invalid('array StatesFilter declares more elements than bytes remain')
         lst_states_filter: list[str] = []
-        for _ in range(n):
+        for _i_states_filter in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -222,8 +223,9 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: i64) -> tuple[ListGroupsReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -282,7 +284,7 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsReques
         if n > blen - pos:
             raise _invalid('array StatesFilter declares more elements than bytes remain')
         lst_states_filter: list[str] = []
-        for _ in range(n):
+        for _i_states_filter in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -311,7 +313,7 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsReques
         if n > blen - pos:
             raise _invalid('array TypesFilter declares more elements than bytes remain')
         lst_types_filter: list[str] = []
-        for _ in range(n):
+        for _i_types_filter in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -336,8 +338,9 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -502,8 +505,9 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: i64) -> tuple[List
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -611,8 +615,9 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: i64) -> tuple[List
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -748,8 +753,9 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[List
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -836,7 +842,7 @@ def _decode_ListGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -874,7 +880,7 @@ def _decode_ListGroupsResponse_v1(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -918,7 +924,7 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v3(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -930,8 +936,9 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -986,7 +993,7 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v4(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -998,8 +1005,9 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1054,7 +1062,7 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v5(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1066,8 +1074,9 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -216,8 +216,9 @@ def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: i64) -> tuple[ListOf
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -267,7 +268,7 @@ def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[ListOffset
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -322,7 +323,7 @@ def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: i64) -> tuple[ListOffset
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -377,7 +378,7 @@ def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: i64) -> tuple[ListOffset
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v4(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -440,7 +441,7 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffset
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v6(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -452,8 +453,9 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffset
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -514,7 +516,7 @@ def _decode_ListOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -554,7 +556,7 @@ def _decode_ListOffsetsRequest_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -597,7 +599,7 @@ def _decode_ListOffsetsRequest_v2(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -639,7 +641,7 @@ def _decode_ListOffsetsRequest_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v4(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -686,7 +688,7 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -698,8 +700,9 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -756,7 +759,7 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: i64) -> tuple[ListOffsetsReq
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -770,8 +773,9 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: i64) -> tuple[ListOffsetsReq
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -825,7 +829,7 @@ def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: i64) -> tup
         if n * 8 > blen - pos:
             raise _truncated('OldStyleOffsets')
         lst_old_style_offsets: list[int] = []
-        for _ in range(n):
+        for _i_old_style_offsets in range(n):
             e_old_style_offsets = read_i64_be(buf, pos)
             pos += 8
             lst_old_style_offsets.append(e_old_style_offsets)
@@ -937,8 +941,9 @@ def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -990,7 +995,7 @@ def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: i64) -> tuple[L
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1045,7 +1050,7 @@ def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: i64) -> tuple[L
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1100,7 +1105,7 @@ def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: i64) -> tuple[L
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v4(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1163,7 +1168,7 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[L
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v6(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1175,8 +1180,9 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[L
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1234,7 +1240,7 @@ def _decode_ListOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1268,7 +1274,7 @@ def _decode_ListOffsetsResponse_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1303,7 +1309,7 @@ def _decode_ListOffsetsResponse_v2(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1339,7 +1345,7 @@ def _decode_ListOffsetsResponse_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v4(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1380,7 +1386,7 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1392,8 +1398,9 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

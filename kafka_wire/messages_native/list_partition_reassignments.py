@@ -159,7 +159,7 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: i64) -> 
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -172,8 +172,9 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -237,7 +238,7 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListPartitionReassignmentsRequestTopics] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListPartitionReassignmentsRequestTopics_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -249,8 +250,9 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -302,7 +304,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -319,7 +321,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
         if n * 4 > blen - pos:
             raise _truncated('AddingReplicas')
         lst_adding_replicas: list[int] = []
-        for _ in range(n):
+        for _i_adding_replicas in range(n):
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
@@ -336,7 +338,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
         if n * 4 > blen - pos:
             raise _truncated('RemovingReplicas')
         lst_removing_replicas: list[int] = []
-        for _ in range(n):
+        for _i_removing_replicas in range(n):
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
@@ -349,8 +351,9 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -440,7 +443,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListPartitionReassignmentsResponseOngoingPartitionReassignment] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -452,8 +455,9 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -535,7 +539,7 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListPartitionReassignmentsResponseOngoingTopicReassignment] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -547,8 +551,9 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

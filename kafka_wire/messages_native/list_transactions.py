@@ -142,7 +142,7 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransa
         if n > blen - pos:
             raise _invalid('array StateFilters declares more elements than bytes remain')
         lst_state_filters: list[str] = []
-        for _ in range(n):
+        for _i_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -171,7 +171,7 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransa
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
         lst_producer_id_filters: list[int] = []
-        for _ in range(n):
+        for _i_producer_id_filters in range(n):
             e_producer_id_filters = read_i64_be(buf, pos)
             pos += 8
             lst_producer_id_filters.append(e_producer_id_filters)
@@ -184,8 +184,9 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransa
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -259,7 +260,7 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransa
         if n > blen - pos:
             raise _invalid('array StateFilters declares more elements than bytes remain')
         lst_state_filters: list[str] = []
-        for _ in range(n):
+        for _i_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -288,7 +289,7 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransa
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
         lst_producer_id_filters: list[int] = []
-        for _ in range(n):
+        for _i_producer_id_filters in range(n):
             e_producer_id_filters = read_i64_be(buf, pos)
             pos += 8
             lst_producer_id_filters.append(e_producer_id_filters)
@@ -303,8 +304,9 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransa
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -376,7 +378,7 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
         if n > blen - pos:
             raise _invalid('array StateFilters declares more elements than bytes remain')
         lst_state_filters: list[str] = []
-        for _ in range(n):
+        for _i_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -405,7 +407,7 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
         if n * 8 > blen - pos:
             raise _truncated('ProducerIdFilters')
         lst_producer_id_filters: list[int] = []
-        for _ in range(n):
+        for _i_producer_id_filters in range(n):
             e_producer_id_filters = read_i64_be(buf, pos)
             pos += 8
             lst_producer_id_filters.append(e_producer_id_filters)
@@ -436,8 +438,9 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -550,8 +553,9 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -619,7 +623,7 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTrans
         if n > blen - pos:
             raise _invalid('array UnknownStateFilters declares more elements than bytes remain')
         lst_unknown_state_filters: list[str] = []
-        for _ in range(n):
+        for _i_unknown_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -648,7 +652,7 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTrans
         if n > blen - pos:
             raise _invalid('array TransactionStates declares more elements than bytes remain')
         lst_transaction_states: list[ListTransactionsResponseTransactionState] = []
-        for _ in range(n):
+        for _i_transaction_states in range(n):
             x_transaction_states, pos = _decode_ListTransactionsResponseTransactionState_v0(buf, pos)
             lst_transaction_states.append(x_transaction_states)
         o.transaction_states = lst_transaction_states
@@ -660,8 +664,9 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTrans
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -194,8 +194,9 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataReque
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -259,8 +260,9 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -309,7 +311,7 @@ def _decode_MetadataRequest_v0(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -351,7 +353,7 @@ def _decode_MetadataRequest_v1(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -392,7 +394,7 @@ def _decode_MetadataRequest_v4(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -432,7 +434,7 @@ def _decode_MetadataRequest_v8(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -479,7 +481,7 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v9(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -497,8 +499,9 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -550,7 +553,7 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -568,8 +571,9 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -622,7 +626,7 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -638,8 +642,9 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -828,8 +833,9 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: i64) -> tuple[MetadataRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -897,7 +903,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
         lst_replica_nodes: list[int] = []
-        for _ in range(n):
+        for _i_replica_nodes in range(n):
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
@@ -910,7 +916,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
         lst_isr_nodes: list[int] = []
-        for _ in range(n):
+        for _i_isr_nodes in range(n):
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
@@ -962,7 +968,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
         lst_replica_nodes: list[int] = []
-        for _ in range(n):
+        for _i_replica_nodes in range(n):
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
@@ -975,7 +981,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
         lst_isr_nodes: list[int] = []
-        for _ in range(n):
+        for _i_isr_nodes in range(n):
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
@@ -988,7 +994,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -1049,7 +1055,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
         lst_replica_nodes: list[int] = []
-        for _ in range(n):
+        for _i_replica_nodes in range(n):
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
@@ -1062,7 +1068,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
         lst_isr_nodes: list[int] = []
-        for _ in range(n):
+        for _i_isr_nodes in range(n):
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
@@ -1075,7 +1081,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -1142,7 +1148,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('ReplicaNodes')
         lst_replica_nodes: list[int] = []
-        for _ in range(n):
+        for _i_replica_nodes in range(n):
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
@@ -1159,7 +1165,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('IsrNodes')
         lst_isr_nodes: list[int] = []
-        for _ in range(n):
+        for _i_isr_nodes in range(n):
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
@@ -1176,7 +1182,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -1189,8 +1195,9 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1280,7 +1287,7 @@ def _decode_MetadataResponseTopic_v0(buf: bytes, pos: i64) -> tuple[MetadataResp
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1344,7 +1351,7 @@ def _decode_MetadataResponseTopic_v1(buf: bytes, pos: i64) -> tuple[MetadataResp
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1409,7 +1416,7 @@ def _decode_MetadataResponseTopic_v5(buf: bytes, pos: i64) -> tuple[MetadataResp
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v5(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1474,7 +1481,7 @@ def _decode_MetadataResponseTopic_v7(buf: bytes, pos: i64) -> tuple[MetadataResp
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1538,7 +1545,7 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: i64) -> tuple[MetadataResp
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1611,7 +1618,7 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResp
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1625,8 +1632,9 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResp
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1713,7 +1721,7 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRes
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1727,8 +1735,9 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1816,7 +1825,7 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataRes
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1830,8 +1839,9 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1897,7 +1907,7 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v0(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -1909,7 +1919,7 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1956,7 +1966,7 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -1970,7 +1980,7 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2018,7 +2028,7 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2044,7 +2054,7 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2102,7 +2112,7 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2128,7 +2138,7 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2187,7 +2197,7 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2213,7 +2223,7 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2272,7 +2282,7 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2298,7 +2308,7 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v7(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2356,7 +2366,7 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2382,7 +2392,7 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v8(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2445,7 +2455,7 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2479,7 +2489,7 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v9(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2493,8 +2503,9 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2574,7 +2585,7 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2608,7 +2619,7 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2622,8 +2633,9 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2704,7 +2716,7 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2738,7 +2750,7 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2750,8 +2762,9 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2833,7 +2846,7 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2867,7 +2880,7 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2879,8 +2892,9 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2961,7 +2975,7 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
-        for _ in range(n):
+        for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
         o.brokers = lst_brokers
@@ -2995,7 +3009,7 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -3009,8 +3023,9 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

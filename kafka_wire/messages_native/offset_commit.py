@@ -304,8 +304,9 @@ def _decode_OffsetCommitRequestPartition_v8(buf: bytes, pos: i64) -> tuple[Offse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -369,7 +370,7 @@ def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCom
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -425,7 +426,7 @@ def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: i64) -> tuple[OffsetCom
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -481,7 +482,7 @@ def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetCom
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v6(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -545,7 +546,7 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCom
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -557,8 +558,9 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCom
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -623,7 +625,7 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetCo
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -635,8 +637,9 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -698,7 +701,7 @@ def _decode_OffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -771,7 +774,7 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -855,7 +858,7 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -939,7 +942,7 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1022,7 +1025,7 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1116,7 +1119,7 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1233,7 +1236,7 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v8(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1245,8 +1248,9 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1386,7 +1390,7 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1398,8 +1402,9 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1505,8 +1510,9 @@ def _decode_OffsetCommitResponsePartition_v8(buf: bytes, pos: i64) -> tuple[Offs
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1554,7 +1560,7 @@ def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCo
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1618,7 +1624,7 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCo
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1630,8 +1636,9 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1696,7 +1703,7 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetC
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1708,8 +1715,9 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetC
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1755,7 +1763,7 @@ def _decode_OffsetCommitResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1790,7 +1798,7 @@ def _decode_OffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1831,7 +1839,7 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v8(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1843,8 +1851,9 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1896,7 +1905,7 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetCommit
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1908,8 +1917,9 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetCommit
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

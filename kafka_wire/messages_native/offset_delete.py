@@ -167,7 +167,7 @@ def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDel
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetDeleteRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetDeleteRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -222,7 +222,7 @@ def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteRe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetDeleteRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetDeleteRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -294,7 +294,7 @@ def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDe
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetDeleteResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetDeleteResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -340,7 +340,7 @@ def _decode_OffsetDeleteResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteR
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetDeleteResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetDeleteResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics

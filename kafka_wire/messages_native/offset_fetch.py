@@ -173,7 +173,7 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -186,8 +186,9 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -252,7 +253,7 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -265,8 +266,9 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -334,7 +336,7 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetc
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopics] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -346,8 +348,9 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -443,7 +446,7 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopics] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -455,8 +458,9 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -566,7 +570,7 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopics] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopics_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -578,8 +582,9 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -663,7 +668,7 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFetc
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -727,7 +732,7 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetc
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -740,8 +745,9 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetc
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -813,7 +819,7 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -874,7 +880,7 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -943,7 +949,7 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -955,8 +961,9 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1039,7 +1046,7 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1053,8 +1060,9 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1121,7 +1129,7 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchRequestGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v8(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1135,8 +1143,9 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1192,7 +1201,7 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchRequestGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v9(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1206,8 +1215,9 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1263,7 +1273,7 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchReq
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchRequestGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v10(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -1277,8 +1287,9 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchReq
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1352,8 +1363,9 @@ def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: i64) -> tuple[Offs
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1424,7 +1436,7 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFe
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartitions] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1436,8 +1448,9 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1502,7 +1515,7 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetF
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartitions] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1514,8 +1527,9 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetF
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1581,7 +1595,7 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopics] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopics_v8(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1595,8 +1609,9 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1675,7 +1690,7 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopics] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopics_v10(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1689,8 +1704,9 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1865,8 +1881,9 @@ def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: i64) -> tuple[Offse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1928,7 +1945,7 @@ def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFet
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1983,7 +2000,7 @@ def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: i64) -> tuple[OffsetFet
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartition_v5(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -2046,7 +2063,7 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFet
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartition_v6(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -2058,8 +2075,9 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFet
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2119,7 +2137,7 @@ def _decode_OffsetFetchResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2156,7 +2174,7 @@ def _decode_OffsetFetchResponse_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2197,7 +2215,7 @@ def _decode_OffsetFetchResponse_v3(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2239,7 +2257,7 @@ def _decode_OffsetFetchResponse_v5(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v5(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2286,7 +2304,7 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -2300,8 +2318,9 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2358,7 +2377,7 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchResponseGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchResponseGroup_v8(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -2370,8 +2389,9 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2427,7 +2447,7 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRe
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchResponseGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchResponseGroup_v10(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -2439,8 +2459,9 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

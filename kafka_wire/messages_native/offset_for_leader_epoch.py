@@ -188,8 +188,9 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: bytes, p
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -237,7 +238,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: 
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -292,7 +293,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: 
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -355,7 +356,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -367,8 +368,9 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -426,7 +428,7 @@ def _decode_OffsetForLeaderEpochRequest_v0(buf: bytes, pos: i64) -> tuple[Offset
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -460,7 +462,7 @@ def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: i64) -> tuple[Offset
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -495,7 +497,7 @@ def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: i64) -> tuple[Offset
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -536,7 +538,7 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: i64) -> tuple[Offset
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -548,8 +550,9 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: i64) -> tuple[Offset
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -647,8 +650,9 @@ def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -697,7 +701,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -752,7 +756,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -815,7 +819,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -827,8 +831,9 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -886,7 +891,7 @@ def _decode_OffsetForLeaderEpochResponse_v0(buf: bytes, pos: i64) -> tuple[Offse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -920,7 +925,7 @@ def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: i64) -> tuple[Offse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -955,7 +960,7 @@ def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: i64) -> tuple[Offse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -996,7 +1001,7 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: i64) -> tuple[Offse
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1008,8 +1013,9 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: i64) -> tuple[Offse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -203,8 +203,9 @@ def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -262,7 +263,7 @@ def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: i64) -> tuple[Pro
         if n > blen - pos:
             raise _invalid('array PartitionData declares more elements than bytes remain')
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
-        for _ in range(n):
+        for _i_partition_data in range(n):
             x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v0(buf, pos)
             lst_partition_data.append(x_partition_data)
         o.partition_data = lst_partition_data
@@ -326,7 +327,7 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: i64) -> tuple[Pro
         if n > blen - pos:
             raise _invalid('array PartitionData declares more elements than bytes remain')
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
-        for _ in range(n):
+        for _i_partition_data in range(n):
             x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
             lst_partition_data.append(x_partition_data)
         o.partition_data = lst_partition_data
@@ -338,8 +339,9 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: i64) -> tuple[Pro
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -404,7 +406,7 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: i64) -> tuple[Pr
         if n > blen - pos:
             raise _invalid('array PartitionData declares more elements than bytes remain')
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
-        for _ in range(n):
+        for _i_partition_data in range(n):
             x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
             lst_partition_data.append(x_partition_data)
         o.partition_data = lst_partition_data
@@ -416,8 +418,9 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: i64) -> tuple[Pr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -467,7 +470,7 @@ def _decode_ProduceRequest_v0(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
             lst_topic_data.append(x_topic_data)
         o.topic_data = lst_topic_data
@@ -521,7 +524,7 @@ def _decode_ProduceRequest_v3(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
             lst_topic_data.append(x_topic_data)
         o.topic_data = lst_topic_data
@@ -590,7 +593,7 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v9(buf, pos)
             lst_topic_data.append(x_topic_data)
         o.topic_data = lst_topic_data
@@ -602,8 +605,9 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -687,7 +691,7 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: i64) -> tuple[ProduceRequest, i6
         if n > blen - pos:
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v13(buf, pos)
             lst_topic_data.append(x_topic_data)
         o.topic_data = lst_topic_data
@@ -699,8 +703,9 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: i64) -> tuple[ProduceRequest, i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -816,8 +821,9 @@ def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -868,8 +874,9 @@ def _decode_ProduceResponseLeaderIdAndEpoch_v10(buf: bytes, pos: i64) -> tuple[P
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1002,7 +1009,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array RecordErrors declares more elements than bytes remain')
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
-        for _ in range(n):
+        for _i_record_errors in range(n):
             x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf, pos)
             lst_record_errors.append(x_record_errors)
         o.record_errors = lst_record_errors
@@ -1079,7 +1086,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array RecordErrors declares more elements than bytes remain')
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
-        for _ in range(n):
+        for _i_record_errors in range(n):
             x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
             lst_record_errors.append(x_record_errors)
         o.record_errors = lst_record_errors
@@ -1107,8 +1114,9 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1190,7 +1198,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array RecordErrors declares more elements than bytes remain')
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
-        for _ in range(n):
+        for _i_record_errors in range(n):
             x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
             lst_record_errors.append(x_record_errors)
         o.record_errors = lst_record_errors
@@ -1218,8 +1226,9 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1303,7 +1312,7 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v0(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1359,7 +1368,7 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v2(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1415,7 +1424,7 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v5(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1471,7 +1480,7 @@ def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v8(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1535,7 +1544,7 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: i64) -> tupl
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v9(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1547,8 +1556,9 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1627,7 +1637,7 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1639,8 +1649,9 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1705,7 +1716,7 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
             lst_partition_responses.append(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1717,8 +1728,9 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1800,8 +1812,9 @@ def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: i64) -> tuple[Produ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1863,7 +1876,7 @@ def _decode_ProduceResponse_v0(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -1899,7 +1912,7 @@ def _decode_ProduceResponse_v1(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -1938,7 +1951,7 @@ def _decode_ProduceResponse_v2(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v2(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -1977,7 +1990,7 @@ def _decode_ProduceResponse_v5(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v5(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -2016,7 +2029,7 @@ def _decode_ProduceResponse_v8(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v8(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -2060,7 +2073,7 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v9(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -2074,8 +2087,9 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2130,7 +2144,7 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v10(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -2144,8 +2158,9 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2161,7 +2176,7 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints
@@ -2229,7 +2244,7 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v13(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -2243,8 +2258,9 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2260,7 +2276,7 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints

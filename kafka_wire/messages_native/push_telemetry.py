@@ -157,8 +157,9 @@ def _decode_PushTelemetryRequest_v0(buf: bytes, pos: i64) -> tuple[PushTelemetry
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -210,8 +211,9 @@ def _decode_PushTelemetryResponse_v0(buf: bytes, pos: i64) -> tuple[PushTelemetr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

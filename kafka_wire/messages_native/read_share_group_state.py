@@ -148,8 +148,9 @@ def _decode_ReadShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -190,7 +191,7 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -202,8 +203,9 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -269,7 +271,7 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[ReadSha
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ReadShareGroupStateRequestReadStateData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ReadShareGroupStateRequestReadStateData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -281,8 +283,9 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[ReadSha
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -350,8 +353,9 @@ def _decode_ReadShareGroupStateResponseStateBatch_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -416,7 +420,7 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) 
         if n > blen - pos:
             raise _invalid('array StateBatches declares more elements than bytes remain')
         lst_state_batches: list[ReadShareGroupStateResponseStateBatch] = []
-        for _ in range(n):
+        for _i_state_batches in range(n):
             x_state_batches, pos = _decode_ReadShareGroupStateResponseStateBatch_v0(buf, pos)
             lst_state_batches.append(x_state_batches)
         o.state_batches = lst_state_batches
@@ -428,8 +432,9 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -497,7 +502,7 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: i64) 
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -509,8 +514,9 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -560,7 +566,7 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[ReadSh
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[ReadShareGroupStateResponseReadStateResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateResponseReadStateResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -572,8 +578,9 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[ReadSh
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -146,8 +146,9 @@ def _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf: bytes, pos: i
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -188,7 +189,7 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateSummaryRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -200,8 +201,9 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -267,7 +269,7 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: i64) -> tuple[
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ReadShareGroupStateSummaryRequestReadStateSummaryData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -279,8 +281,9 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -365,8 +368,9 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -445,8 +449,9 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -504,7 +509,7 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -516,8 +521,9 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -569,7 +575,7 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -581,8 +587,9 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -632,7 +639,7 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[ReadShareGroupStateSummaryResponseReadStateSummaryResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -644,8 +651,9 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -694,7 +702,7 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[ReadShareGroupStateSummaryResponseReadStateSummaryResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -706,8 +714,9 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -153,8 +153,9 @@ def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[RemoveRaftV
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -222,8 +223,9 @@ def _decode_RemoveRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[RemoveRaft
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -179,8 +179,9 @@ def _decode_SaslAuthenticateRequest_v2(buf: bytes, pos: i64) -> tuple[SaslAuthen
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -372,8 +373,9 @@ def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: i64) -> tuple[SaslAuthe
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -170,7 +170,7 @@ def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: i64) -> tuple[SaslHandshak
         if n > blen - pos:
             raise _invalid('array Mechanisms declares more elements than bytes remain')
         lst_mechanisms: list[str] = []
-        for _ in range(n):
+        for _i_mechanisms in range(n):
             n2 = i64(read_i16_be(buf, pos))
             pos += 2
             if n2 < 0:

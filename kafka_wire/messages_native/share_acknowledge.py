@@ -159,7 +159,7 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: i64)
         if n * 1 > blen - pos:
             raise _truncated('AcknowledgeTypes')
         lst_acknowledge_types: list[int] = []
-        for _ in range(n):
+        for _i_acknowledge_types in range(n):
             b8 = buf[pos]
             e_acknowledge_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
@@ -173,8 +173,9 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -227,7 +228,7 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: i64)
         if n > blen - pos:
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
         lst_acknowledgement_batches: list[ShareAcknowledgeRequestAcknowledgementBatch] = []
-        for _ in range(n):
+        for _i_acknowledgement_batches in range(n):
             x_acknowledgement_batches, pos = _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf, pos)
             lst_acknowledgement_batches.append(x_acknowledgement_batches)
         o.acknowledgement_batches = lst_acknowledgement_batches
@@ -239,8 +240,9 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -292,7 +294,7 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareAcknowledgeRequestAcknowledgePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -304,8 +306,9 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -390,7 +393,7 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAckno
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareAcknowledgeRequestAcknowledgeTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -402,8 +405,9 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAckno
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -517,7 +521,7 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAckno
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareAcknowledgeRequestAcknowledgeTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -529,8 +533,9 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAckno
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -607,8 +612,9 @@ def _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -665,8 +671,9 @@ def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -721,7 +728,7 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareAcknowledgeResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareAcknowledgeResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -733,8 +740,9 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -816,8 +824,9 @@ def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -903,7 +912,7 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareAcknowledgeResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -919,7 +928,7 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
         o.node_endpoints = lst_node_endpoints
@@ -931,8 +940,9 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1030,7 +1040,7 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareAcknowledgeResponseTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -1046,7 +1056,7 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
         o.node_endpoints = lst_node_endpoints
@@ -1058,8 +1068,9 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -163,7 +163,7 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: i64) -> tu
         if n * 1 > blen - pos:
             raise _truncated('AcknowledgeTypes')
         lst_acknowledge_types: list[int] = []
-        for _ in range(n):
+        for _i_acknowledge_types in range(n):
             b8 = buf[pos]
             e_acknowledge_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
@@ -177,8 +177,9 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -233,7 +234,7 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: i64) -> tuple[Sh
         if n > blen - pos:
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
         lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
-        for _ in range(n):
+        for _i_acknowledgement_batches in range(n):
             x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
             lst_acknowledgement_batches.append(x_acknowledgement_batches)
         o.acknowledgement_batches = lst_acknowledgement_batches
@@ -245,8 +246,9 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: i64) -> tuple[Sh
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -300,7 +302,7 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: i64) -> tuple[Sh
         if n > blen - pos:
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
         lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
-        for _ in range(n):
+        for _i_acknowledgement_batches in range(n):
             x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
             lst_acknowledgement_batches.append(x_acknowledgement_batches)
         o.acknowledgement_batches = lst_acknowledgement_batches
@@ -312,8 +314,9 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: i64) -> tuple[Sh
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -367,7 +370,7 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: i64) -> tuple[ShareF
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchRequestFetchPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -379,8 +382,9 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: i64) -> tuple[ShareF
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -432,7 +436,7 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: i64) -> tuple[ShareF
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchRequestFetchPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -444,8 +448,9 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: i64) -> tuple[ShareF
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -497,7 +502,7 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: i64) -> tuple[Sh
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -510,8 +515,9 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: i64) -> tuple[Sh
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -605,7 +611,7 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareFetchRequestFetchTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -621,7 +627,7 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -633,8 +639,9 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -777,7 +784,7 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareFetchRequestFetchTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -793,7 +800,7 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -805,8 +812,9 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -951,7 +959,7 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareFetchRequestFetchTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -967,7 +975,7 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         if n > blen - pos:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
@@ -979,8 +987,9 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1075,8 +1084,9 @@ def _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1117,8 +1127,9 @@ def _decode_ShareFetchResponseAcquiredRecords_v0(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1213,7 +1224,7 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
         if n > blen - pos:
             raise _invalid('array AcquiredRecords declares more elements than bytes remain')
         lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
-        for _ in range(n):
+        for _i_acquired_records in range(n):
             x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
             lst_acquired_records.append(x_acquired_records)
         o.acquired_records = lst_acquired_records
@@ -1225,8 +1236,9 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1371,7 +1383,7 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
         if n > blen - pos:
             raise _invalid('array AcquiredRecords declares more elements than bytes remain')
         lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
-        for _ in range(n):
+        for _i_acquired_records in range(n):
             x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
             lst_acquired_records.append(x_acquired_records)
         o.acquired_records = lst_acquired_records
@@ -1383,8 +1395,9 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1476,7 +1489,7 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: i6
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1488,8 +1501,9 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1541,7 +1555,7 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: i6
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1553,8 +1567,9 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1636,8 +1651,9 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tuple[Sha
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1723,7 +1739,7 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareFetchResponseShareFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -1739,7 +1755,7 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
         o.node_endpoints = lst_node_endpoints
@@ -1751,8 +1767,9 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1852,7 +1869,7 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         if n > blen - pos:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareFetchResponseShareFetchableTopicResponse] = []
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
             lst_responses.append(x_responses)
         o.responses = lst_responses
@@ -1868,7 +1885,7 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         if n > blen - pos:
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
         o.node_endpoints = lst_node_endpoints
@@ -1880,8 +1897,9 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

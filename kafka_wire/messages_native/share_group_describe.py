@@ -147,7 +147,7 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGro
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -174,8 +174,9 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGro
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -251,7 +252,7 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -264,8 +265,9 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -328,7 +330,7 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ShareGroupDescribeResponseTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -340,8 +342,9 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -456,7 +459,7 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -483,8 +486,9 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -665,7 +669,7 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[ShareGroupDescribeResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_ShareGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -679,8 +683,9 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -787,7 +792,7 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ShareGroupDescribeResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -799,8 +804,9 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareGr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -193,7 +193,7 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -218,8 +218,9 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -318,7 +319,7 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i64) 
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -331,8 +332,9 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -382,7 +384,7 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ShareGroupHeartbeatResponseTopicPartitions] = []
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
         o.topic_partitions = lst_topic_partitions
@@ -394,8 +396,9 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -488,8 +491,9 @@ def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[ShareG
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

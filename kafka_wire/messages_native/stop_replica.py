@@ -150,8 +150,9 @@ def _decode_StopReplicaRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[S
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -207,7 +208,7 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[StopR
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[StopReplicaRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_StopReplicaRequestPartitionState_v3(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -219,8 +220,9 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[StopR
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -290,7 +292,7 @@ def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: i64) -> tuple[StopRepl
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -354,7 +356,7 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: i64) -> tuple[StopRepl
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -367,8 +369,9 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: i64) -> tuple[StopRepl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -473,7 +476,7 @@ def _decode_StopReplicaRequest_v0(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         if n > blen - pos:
             raise _invalid('array UngroupedPartitions declares more elements than bytes remain')
         lst_ungrouped_partitions: list[StopReplicaRequestPartitionV0] = []
-        for _ in range(n):
+        for _i_ungrouped_partitions in range(n):
             x_ungrouped_partitions, pos = _decode_StopReplicaRequestPartitionV0_v0(buf, pos)
             lst_ungrouped_partitions.append(x_ungrouped_partitions)
         o.ungrouped_partitions = lst_ungrouped_partitions
@@ -526,7 +529,7 @@ def _decode_StopReplicaRequest_v1(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[StopReplicaRequestTopicV1] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_StopReplicaRequestTopicV1_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -585,7 +588,7 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[StopReplicaRequestTopicV1] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_StopReplicaRequestTopicV1_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -597,8 +600,9 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -667,7 +671,7 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[StopReplicaRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -679,8 +683,9 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -751,7 +756,7 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[StopReplicaRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -763,8 +768,9 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -880,8 +886,9 @@ def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: i64) -> tuple[
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -930,7 +937,7 @@ def _decode_StopReplicaResponse_v0(buf: bytes, pos: i64) -> tuple[StopReplicaRes
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[StopReplicaResponsePartitionError] = []
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v0(buf, pos)
             lst_partition_errors.append(x_partition_errors)
         o.partition_errors = lst_partition_errors
@@ -971,7 +978,7 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRes
         if n > blen - pos:
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[StopReplicaResponsePartitionError] = []
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v2(buf, pos)
             lst_partition_errors.append(x_partition_errors)
         o.partition_errors = lst_partition_errors
@@ -983,8 +990,9 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRes
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

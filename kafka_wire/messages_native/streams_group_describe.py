@@ -167,7 +167,7 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Stream
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -194,8 +194,9 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Stream
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -255,7 +256,7 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: i64) -> tuple[Stream
         if n > blen - pos:
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -284,8 +285,9 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: i64) -> tuple[Stream
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -372,8 +374,9 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -456,7 +459,7 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array TopicConfigs declares more elements than bytes remain')
         lst_topic_configs: list[StreamsGroupDescribeResponseKeyValue] = []
-        for _ in range(n):
+        for _i_topic_configs in range(n):
             x_topic_configs, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
             lst_topic_configs.append(x_topic_configs)
         o.topic_configs = lst_topic_configs
@@ -468,8 +471,9 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -549,7 +553,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -578,7 +582,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array RepartitionSinkTopics declares more elements than bytes remain')
         lst_repartition_sink_topics: list[str] = []
-        for _ in range(n):
+        for _i_repartition_sink_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -607,7 +611,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array StateChangelogTopics declares more elements than bytes remain')
         lst_state_changelog_topics: list[StreamsGroupDescribeResponseTopicInfo] = []
-        for _ in range(n):
+        for _i_state_changelog_topics in range(n):
             x_state_changelog_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             lst_state_changelog_topics.append(x_state_changelog_topics)
         o.state_changelog_topics = lst_state_changelog_topics
@@ -623,7 +627,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array RepartitionSourceTopics declares more elements than bytes remain')
         lst_repartition_source_topics: list[StreamsGroupDescribeResponseTopicInfo] = []
-        for _ in range(n):
+        for _i_repartition_source_topics in range(n):
             x_repartition_source_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             lst_repartition_source_topics.append(x_repartition_source_topics)
         o.repartition_source_topics = lst_repartition_source_topics
@@ -635,8 +639,9 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -752,7 +757,7 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupDescribeResponseSubtopology] = []
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupDescribeResponseSubtopology_v0(buf, pos)
             lst_subtopologies.append(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -764,8 +769,9 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -829,8 +835,9 @@ def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -897,8 +904,9 @@ def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -966,7 +974,7 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -979,8 +987,9 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1042,7 +1051,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
         o.active_tasks = lst_active_tasks
@@ -1058,7 +1067,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
         o.standby_tasks = lst_standby_tasks
@@ -1074,7 +1083,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
@@ -1086,8 +1095,9 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1268,7 +1278,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array ClientTags declares more elements than bytes remain')
         lst_client_tags: list[StreamsGroupDescribeResponseKeyValue] = []
-        for _ in range(n):
+        for _i_client_tags in range(n):
             x_client_tags, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
             lst_client_tags.append(x_client_tags)
         o.client_tags = lst_client_tags
@@ -1284,7 +1294,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
         lst_task_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
-        for _ in range(n):
+        for _i_task_offsets in range(n):
             x_task_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
             lst_task_offsets.append(x_task_offsets)
         o.task_offsets = lst_task_offsets
@@ -1300,7 +1310,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         if n > blen - pos:
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
         lst_task_end_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
-        for _ in range(n):
+        for _i_task_end_offsets in range(n):
             x_task_end_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
             lst_task_end_offsets.append(x_task_end_offsets)
         o.task_end_offsets = lst_task_end_offsets
@@ -1318,8 +1328,9 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1501,7 +1512,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -1546,7 +1557,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array Stores declares more elements than bytes remain')
         lst_stores: list[str] = []
-        for _ in range(n):
+        for _i_stores in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -1575,7 +1586,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array Successors declares more elements than bytes remain')
         lst_successors: list[str] = []
-        for _ in range(n):
+        for _i_successors in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -1600,8 +1611,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1741,7 +1753,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
         if n > blen - pos:
             raise _invalid('array Nodes declares more elements than bytes remain')
         lst_nodes: list[StreamsGroupDescribeResponseTopologyDescriptionNode] = []
-        for _ in range(n):
+        for _i_nodes in range(n):
             x_nodes, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
             lst_nodes.append(x_nodes)
         o.nodes = lst_nodes
@@ -1753,8 +1765,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1816,8 +1829,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: b
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1856,7 +1870,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupDescribeResponseTopologyDescriptionSubtopology] = []
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf, pos)
             lst_subtopologies.append(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -1872,7 +1886,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
         if n > blen - pos:
             raise _invalid('array GlobalStores declares more elements than bytes remain')
         lst_global_stores: list[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore] = []
-        for _ in range(n):
+        for _i_global_stores in range(n):
             x_global_stores, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf, pos)
             lst_global_stores.append(x_global_stores)
         o.global_stores = lst_global_stores
@@ -1884,8 +1898,9 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2011,7 +2026,7 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[StreamsGroupDescribeResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -2025,8 +2040,9 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2190,7 +2206,7 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
         if n > blen - pos:
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[StreamsGroupDescribeResponseMember] = []
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
         o.members = lst_members
@@ -2230,8 +2246,9 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2351,7 +2368,7 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[StreamsGroupDescribeResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -2363,8 +2380,9 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Strea
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2416,7 +2434,7 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[StreamsGroupDescribeResponseDescribedGroup] = []
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
             lst_groups.append(x_groups)
         o.groups = lst_groups
@@ -2428,8 +2446,9 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Strea
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

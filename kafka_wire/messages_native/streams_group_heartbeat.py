@@ -192,8 +192,9 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -276,7 +277,7 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: i64) -> tu
         if n > blen - pos:
             raise _invalid('array TopicConfigs declares more elements than bytes remain')
         lst_topic_configs: list[StreamsGroupHeartbeatRequestKeyValue] = []
-        for _ in range(n):
+        for _i_topic_configs in range(n):
             x_topic_configs, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
             lst_topic_configs.append(x_topic_configs)
         o.topic_configs = lst_topic_configs
@@ -288,8 +289,9 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -353,7 +355,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
         if n * 2 > blen - pos:
             raise _truncated('SourceTopics')
         lst_source_topics: list[int] = []
-        for _ in range(n):
+        for _i_source_topics in range(n):
             e_source_topics = read_i16_be(buf, pos)
             pos += 2
             lst_source_topics.append(e_source_topics)
@@ -370,7 +372,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
         if n * 2 > blen - pos:
             raise _truncated('SourceTopicRegex')
         lst_source_topic_regex: list[int] = []
-        for _ in range(n):
+        for _i_source_topic_regex in range(n):
             e_source_topic_regex = read_i16_be(buf, pos)
             pos += 2
             lst_source_topic_regex.append(e_source_topic_regex)
@@ -387,7 +389,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
         if n * 2 > blen - pos:
             raise _truncated('RepartitionSourceTopics')
         lst_repartition_source_topics: list[int] = []
-        for _ in range(n):
+        for _i_repartition_source_topics in range(n):
             e_repartition_source_topics = read_i16_be(buf, pos)
             pos += 2
             lst_repartition_source_topics.append(e_repartition_source_topics)
@@ -400,8 +402,9 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -490,7 +493,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -519,7 +522,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array SourceTopicRegex declares more elements than bytes remain')
         lst_source_topic_regex: list[str] = []
-        for _ in range(n):
+        for _i_source_topic_regex in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -548,7 +551,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array StateChangelogTopics declares more elements than bytes remain')
         lst_state_changelog_topics: list[StreamsGroupHeartbeatRequestTopicInfo] = []
-        for _ in range(n):
+        for _i_state_changelog_topics in range(n):
             x_state_changelog_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             lst_state_changelog_topics.append(x_state_changelog_topics)
         o.state_changelog_topics = lst_state_changelog_topics
@@ -564,7 +567,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array RepartitionSinkTopics declares more elements than bytes remain')
         lst_repartition_sink_topics: list[str] = []
-        for _ in range(n):
+        for _i_repartition_sink_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -593,7 +596,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array RepartitionSourceTopics declares more elements than bytes remain')
         lst_repartition_source_topics: list[StreamsGroupHeartbeatRequestTopicInfo] = []
-        for _ in range(n):
+        for _i_repartition_source_topics in range(n):
             x_repartition_source_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             lst_repartition_source_topics.append(x_repartition_source_topics)
         o.repartition_source_topics = lst_repartition_source_topics
@@ -609,7 +612,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array CopartitionGroups declares more elements than bytes remain')
         lst_copartition_groups: list[StreamsGroupHeartbeatRequestCopartitionGroup] = []
-        for _ in range(n):
+        for _i_copartition_groups in range(n):
             x_copartition_groups, pos = _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf, pos)
             lst_copartition_groups.append(x_copartition_groups)
         o.copartition_groups = lst_copartition_groups
@@ -621,8 +624,9 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -770,7 +774,7 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: i64) -> tup
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupHeartbeatRequestSubtopology] = []
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf, pos)
             lst_subtopologies.append(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -782,8 +786,9 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -849,7 +854,7 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -862,8 +867,9 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -939,8 +945,9 @@ def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1007,8 +1014,9 @@ def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: i64) -> t
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1138,7 +1146,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
         o.active_tasks = lst_active_tasks
@@ -1154,7 +1162,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
         o.standby_tasks = lst_standby_tasks
@@ -1170,7 +1178,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
@@ -1209,7 +1217,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array ClientTags declares more elements than bytes remain')
         lst_client_tags: list[StreamsGroupHeartbeatRequestKeyValue] = []
-        for _ in range(n):
+        for _i_client_tags in range(n):
             x_client_tags, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
             lst_client_tags.append(x_client_tags)
         o.client_tags = lst_client_tags
@@ -1225,7 +1233,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
         lst_task_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
-        for _ in range(n):
+        for _i_task_offsets in range(n):
             x_task_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
             lst_task_offsets.append(x_task_offsets)
         o.task_offsets = lst_task_offsets
@@ -1241,7 +1249,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         if n > blen - pos:
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
         lst_task_end_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
-        for _ in range(n):
+        for _i_task_end_offsets in range(n):
             x_task_end_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
             lst_task_end_offsets.append(x_task_end_offsets)
         o.task_end_offsets = lst_task_end_offsets
@@ -1255,8 +1263,9 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1462,8 +1471,9 @@ def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1530,7 +1540,7 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: i64) -> tup
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -1543,8 +1553,9 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1620,8 +1631,9 @@ def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1688,7 +1700,7 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: i64)
         if n * 4 > blen - pos:
             raise _truncated('Partitions')
         lst_partitions: list[int] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
@@ -1701,8 +1713,9 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1766,7 +1779,7 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         if n > blen - pos:
             raise _invalid('array ActivePartitions declares more elements than bytes remain')
         lst_active_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
-        for _ in range(n):
+        for _i_active_partitions in range(n):
             x_active_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
             lst_active_partitions.append(x_active_partitions)
         o.active_partitions = lst_active_partitions
@@ -1782,7 +1795,7 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         if n > blen - pos:
             raise _invalid('array StandbyPartitions declares more elements than bytes remain')
         lst_standby_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
-        for _ in range(n):
+        for _i_standby_partitions in range(n):
             x_standby_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
             lst_standby_partitions.append(x_standby_partitions)
         o.standby_partitions = lst_standby_partitions
@@ -1794,8 +1807,9 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1903,7 +1917,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array Status declares more elements than bytes remain')
         lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
-        for _ in range(n):
+        for _i_status in range(n):
             x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
             lst_status.append(x_status)
         o.status = lst_status
@@ -1919,7 +1933,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
         o.active_tasks = lst_active_tasks
@@ -1935,7 +1949,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
         o.standby_tasks = lst_standby_tasks
@@ -1951,7 +1965,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
@@ -1969,7 +1983,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
         lst_partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponseEndpointToPartitions] = []
-        for _ in range(n):
+        for _i_partitions_by_user_endpoint in range(n):
             x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
             lst_partitions_by_user_endpoint.append(x_partitions_by_user_endpoint)
         o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
@@ -1981,8 +1995,9 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -2159,7 +2174,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array Status declares more elements than bytes remain')
         lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
-        for _ in range(n):
+        for _i_status in range(n):
             x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
             lst_status.append(x_status)
         o.status = lst_status
@@ -2175,7 +2190,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
         o.active_tasks = lst_active_tasks
@@ -2191,7 +2206,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
         o.standby_tasks = lst_standby_tasks
@@ -2207,7 +2222,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
         o.warmup_tasks = lst_warmup_tasks
@@ -2227,7 +2242,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         if n > blen - pos:
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
         lst_partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponseEndpointToPartitions] = []
-        for _ in range(n):
+        for _i_partitions_by_user_endpoint in range(n):
             x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
             lst_partitions_by_user_endpoint.append(x_partitions_by_user_endpoint)
         o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
@@ -2239,8 +2254,9 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

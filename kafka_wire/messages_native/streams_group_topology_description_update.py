@@ -165,7 +165,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         if n > blen - pos:
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -210,7 +210,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         if n > blen - pos:
             raise _invalid('array Stores declares more elements than bytes remain')
         lst_stores: list[str] = []
-        for _ in range(n):
+        for _i_stores in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -239,7 +239,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         if n > blen - pos:
             raise _invalid('array Successors declares more elements than bytes remain')
         lst_successors: list[str] = []
-        for _ in range(n):
+        for _i_successors in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -264,8 +264,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -405,7 +406,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
         if n > blen - pos:
             raise _invalid('array Nodes declares more elements than bytes remain')
         lst_nodes: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode] = []
-        for _ in range(n):
+        for _i_nodes in range(n):
             x_nodes, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
             lst_nodes.append(x_nodes)
         o.nodes = lst_nodes
@@ -417,8 +418,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -480,8 +482,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGloba
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -520,7 +523,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology] = []
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf, pos)
             lst_subtopologies.append(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -536,7 +539,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
         if n > blen - pos:
             raise _invalid('array GlobalStores declares more elements than bytes remain')
         lst_global_stores: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore] = []
-        for _ in range(n):
+        for _i_global_stores in range(n):
             x_global_stores, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf, pos)
             lst_global_stores.append(x_global_stores)
         o.global_stores = lst_global_stores
@@ -548,8 +551,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -642,8 +646,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -724,8 +729,9 @@ def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: i6
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -217,8 +217,9 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: i64) -> tuple[SyncGro
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -304,7 +305,7 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -399,7 +400,7 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -517,7 +518,7 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -529,8 +530,9 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -701,7 +703,7 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
-        for _ in range(n):
+        for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
             lst_assignments.append(x_assignments)
         o.assignments = lst_assignments
@@ -713,8 +715,9 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -921,8 +924,9 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1018,8 +1022,9 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -250,8 +250,9 @@ def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: i64) -> tuple[Tx
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -313,7 +314,7 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOff
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -369,7 +370,7 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: i64) -> tuple[TxnOff
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -433,7 +434,7 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOff
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -445,8 +446,9 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOff
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -511,7 +513,7 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOff
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -523,8 +525,9 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOff
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -601,7 +604,7 @@ def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -692,7 +695,7 @@ def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -826,7 +829,7 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v3(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -838,8 +841,9 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1013,7 +1017,7 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1025,8 +1029,9 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1147,8 +1152,9 @@ def _decode_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: i64) -> tuple[T
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1196,7 +1202,7 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOf
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1260,7 +1266,7 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOf
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1272,8 +1278,9 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOf
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1338,7 +1345,7 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOf
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -1350,8 +1357,9 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOf
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1398,7 +1406,7 @@ def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetC
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1439,7 +1447,7 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetC
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v3(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1451,8 +1459,9 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetC
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1504,7 +1513,7 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetC
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitResponseTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v6(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1516,8 +1525,9 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetC
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -158,8 +158,9 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -232,8 +233,9 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -290,7 +292,7 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatur
         if n > blen - pos:
             raise _invalid('array FeatureUpdates declares more elements than bytes remain')
         lst_feature_updates: list[UpdateFeaturesRequestFeatureUpdateKey] = []
-        for _ in range(n):
+        for _i_feature_updates in range(n):
             x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf, pos)
             lst_feature_updates.append(x_feature_updates)
         o.feature_updates = lst_feature_updates
@@ -302,8 +304,9 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatur
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -357,7 +360,7 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateFeatur
         if n > blen - pos:
             raise _invalid('array FeatureUpdates declares more elements than bytes remain')
         lst_feature_updates: list[UpdateFeaturesRequestFeatureUpdateKey] = []
-        for _ in range(n):
+        for _i_feature_updates in range(n):
             x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf, pos)
             lst_feature_updates.append(x_feature_updates)
         o.feature_updates = lst_feature_updates
@@ -371,8 +374,9 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateFeatur
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -453,8 +457,9 @@ def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -538,7 +543,7 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatu
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[UpdateFeaturesResponseUpdatableFeatureResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -550,8 +555,9 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -632,8 +638,9 @@ def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: i64) -> tuple[UpdateFeatu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -163,7 +163,7 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -178,7 +178,7 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -255,7 +255,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -270,7 +270,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -283,7 +283,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -356,7 +356,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -371,7 +371,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -384,7 +384,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -453,7 +453,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Isr')
         lst_isr: list[int] = []
-        for _ in range(n):
+        for _i_isr in range(n):
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
@@ -472,7 +472,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
         lst_replicas: list[int] = []
-        for _ in range(n):
+        for _i_replicas in range(n):
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
@@ -489,7 +489,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
         if n * 4 > blen - pos:
             raise _truncated('OfflineReplicas')
         lst_offline_replicas: list[int] = []
-        for _ in range(n):
+        for _i_offline_replicas in range(n):
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
@@ -502,8 +502,9 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -590,7 +591,7 @@ def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Up
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v5(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -654,7 +655,7 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Up
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -666,8 +667,9 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Up
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -747,7 +749,7 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: i64) -> tuple[Up
         if n > blen - pos:
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_partition_states in range(n):
             x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
             lst_partition_states.append(x_partition_states)
         o.partition_states = lst_partition_states
@@ -759,8 +761,9 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: i64) -> tuple[Up
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -959,8 +962,9 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: i64) -> tuple[Upda
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1068,7 +1072,7 @@ def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: i64) -> tuple[Update
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
-        for _ in range(n):
+        for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
             lst_endpoints.append(x_endpoints)
         o.endpoints = lst_endpoints
@@ -1107,7 +1111,7 @@ def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: i64) -> tuple[Update
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
-        for _ in range(n):
+        for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
             lst_endpoints.append(x_endpoints)
         o.endpoints = lst_endpoints
@@ -1167,7 +1171,7 @@ def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: i64) -> tuple[Update
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
-        for _ in range(n):
+        for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v3(buf, pos)
             lst_endpoints.append(x_endpoints)
         o.endpoints = lst_endpoints
@@ -1231,7 +1235,7 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: i64) -> tuple[Update
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
-        for _ in range(n):
+        for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v6(buf, pos)
             lst_endpoints.append(x_endpoints)
         o.endpoints = lst_endpoints
@@ -1259,8 +1263,9 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: i64) -> tuple[Update
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1326,7 +1331,7 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1338,7 +1343,7 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v0(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1395,7 +1400,7 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1407,7 +1412,7 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v1(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1464,7 +1469,7 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1476,7 +1481,7 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1533,7 +1538,7 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1545,7 +1550,7 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1602,7 +1607,7 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v4(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
         o.ungrouped_partition_states = lst_ungrouped_partition_states
@@ -1614,7 +1619,7 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1672,7 +1677,7 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v5(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1684,7 +1689,7 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1748,7 +1753,7 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v6(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1764,7 +1769,7 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1776,8 +1781,9 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetada
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1858,7 +1864,7 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1874,7 +1880,7 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1886,8 +1892,9 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetada
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1970,7 +1977,7 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
             lst_topic_states.append(x_topic_states)
         o.topic_states = lst_topic_states
@@ -1986,7 +1993,7 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
         if n > blen - pos:
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             lst_live_brokers.append(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1998,8 +2005,9 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -2087,8 +2095,9 @@ def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: i64) -> tuple[UpdateMetad
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

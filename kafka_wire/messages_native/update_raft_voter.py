@@ -174,8 +174,9 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[Upd
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -239,8 +240,9 @@ def _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -301,7 +303,7 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftV
         if n > blen - pos:
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[UpdateRaftVoterRequestListener] = []
-        for _ in range(n):
+        for _i_listeners in range(n):
             x_listeners, pos = _decode_UpdateRaftVoterRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
         o.listeners = lst_listeners
@@ -315,8 +317,9 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftV
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -400,8 +403,9 @@ def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: i64) -> tup
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -455,8 +459,9 @@ def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateRaft
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:

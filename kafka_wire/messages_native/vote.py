@@ -157,8 +157,9 @@ def _decode_VoteRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[VoteReque
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -213,8 +214,9 @@ def _decode_VoteRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[VoteReque
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -272,8 +274,9 @@ def _decode_VoteRequestPartitionData_v2(buf: bytes, pos: i64) -> tuple[VoteReque
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -334,7 +337,7 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -346,8 +349,9 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestTo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -425,7 +429,7 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -437,8 +441,9 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestTo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -516,7 +521,7 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteRequestPartitionData_v2(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -528,8 +533,9 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestTo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -608,7 +614,7 @@ def _decode_VoteRequest_v0(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -620,8 +626,9 @@ def _decode_VoteRequest_v0(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -701,7 +708,7 @@ def _decode_VoteRequest_v1(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -713,8 +720,9 @@ def _decode_VoteRequest_v1(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -795,7 +803,7 @@ def _decode_VoteRequest_v2(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteRequestTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -807,8 +815,9 @@ def _decode_VoteRequest_v2(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -877,8 +886,9 @@ def _decode_VoteResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[VoteResp
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -936,7 +946,7 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteResponse
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteResponsePartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -948,8 +958,9 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteResponse
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1027,8 +1038,9 @@ def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[VoteRespo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -1083,7 +1095,7 @@ def _decode_VoteResponse_v0(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1095,8 +1107,9 @@ def _decode_VoteResponse_v0(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1153,7 +1166,7 @@ def _decode_VoteResponse_v1(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteResponseTopicData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -1165,8 +1178,9 @@ def _decode_VoteResponse_v1(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
@@ -1182,7 +1196,7 @@ def _decode_VoteResponse_v1(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
                     if n > blen - pos:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[VoteResponseNodeEndpoint] = []
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_VoteResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
                     o.node_endpoints = lst_node_endpoints

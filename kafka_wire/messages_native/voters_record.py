@@ -170,8 +170,9 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: i64) -> tuple[VotersRecordE
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -235,8 +236,9 @@ def _decode_VotersRecordKRaftVersionFeature_v0(buf: bytes, pos: i64) -> tuple[Vo
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -279,7 +281,7 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: i64) -> tuple[VotersRecordVote
         if n > blen - pos:
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[VotersRecordEndpoint] = []
-        for _ in range(n):
+        for _i_endpoints in range(n):
             x_endpoints, pos = _decode_VotersRecordEndpoint_v0(buf, pos)
             lst_endpoints.append(x_endpoints)
         o.endpoints = lst_endpoints
@@ -293,8 +295,9 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: i64) -> tuple[VotersRecordVote
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -348,7 +351,7 @@ def _decode_VotersRecord_v0(buf: bytes, pos: i64) -> tuple[VotersRecord, i64]:
         if n > blen - pos:
             raise _invalid('array Voters declares more elements than bytes remain')
         lst_voters: list[VotersRecordVoter] = []
-        for _ in range(n):
+        for _i_voters in range(n):
             x_voters, pos = _decode_VotersRecordVoter_v0(buf, pos)
             lst_voters.append(x_voters)
         o.voters = lst_voters
@@ -360,8 +363,9 @@ def _decode_VotersRecord_v0(buf: bytes, pos: i64) -> tuple[VotersRecord, i64]:
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

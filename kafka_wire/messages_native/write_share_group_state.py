@@ -154,8 +154,9 @@ def _decode_WriteShareGroupStateRequestStateBatch_v0(buf: bytes, pos: i64) -> tu
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -205,7 +206,7 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array StateBatches declares more elements than bytes remain')
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
-        for _ in range(n):
+        for _i_state_batches in range(n):
             x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
             lst_state_batches.append(x_state_batches)
         o.state_batches = lst_state_batches
@@ -217,8 +218,9 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -281,7 +283,7 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: i64) ->
         if n > blen - pos:
             raise _invalid('array StateBatches declares more elements than bytes remain')
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
-        for _ in range(n):
+        for _i_state_batches in range(n):
             x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
             lst_state_batches.append(x_state_batches)
         o.state_batches = lst_state_batches
@@ -293,8 +295,9 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: i64) ->
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -350,7 +353,7 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: i64) -
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteShareGroupStateRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -362,8 +365,9 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -415,7 +419,7 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: i64) -
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteShareGroupStateRequestPartitionData] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -427,8 +431,9 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: i64) -
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -494,7 +499,7 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[WriteS
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteShareGroupStateRequestWriteStateData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -506,8 +511,9 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[WriteS
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -585,7 +591,7 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: i64) -> tuple[WriteS
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteShareGroupStateRequestWriteStateData] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -597,8 +603,9 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: i64) -> tuple[WriteS
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -676,8 +683,9 @@ def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64)
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -731,7 +739,7 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: i64
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteShareGroupStateResponsePartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -743,8 +751,9 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -794,7 +803,7 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Write
         if n > blen - pos:
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[WriteShareGroupStateResponseWriteStateResult] = []
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf, pos)
             lst_results.append(x_results)
         o.results = lst_results
@@ -806,8 +815,9 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Write
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:

@@ -158,7 +158,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: i64
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -222,7 +222,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: i64
         if n * 4 > blen - pos:
             raise _truncated('PartitionIndexes')
         lst_partition_indexes: list[int] = []
-        for _ in range(n):
+        for _i_partition_indexes in range(n):
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
@@ -235,8 +235,9 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: i64
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -300,7 +301,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -351,7 +352,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -365,8 +366,9 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -426,7 +428,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: i64) -> 
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -443,8 +445,9 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: i64) -> 
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -493,7 +496,7 @@ def _decode_WriteTxnMarkersRequest_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMar
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf, pos)
             lst_markers.append(x_markers)
         o.markers = lst_markers
@@ -531,7 +534,7 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMar
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf, pos)
             lst_markers.append(x_markers)
         o.markers = lst_markers
@@ -543,8 +546,9 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMar
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -593,7 +597,7 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: i64) -> tuple[WriteTxnMar
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf, pos)
             lst_markers.append(x_markers)
         o.markers = lst_markers
@@ -605,8 +609,9 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: i64) -> tuple[WriteTxnMar
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -672,8 +677,9 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: byte
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -720,7 +726,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -783,7 +789,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
         if n > blen - pos:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf, pos)
             lst_partitions.append(x_partitions)
         o.partitions = lst_partitions
@@ -795,8 +801,9 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -855,7 +862,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf: bytes, pos: i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersResponseWritableTxnMarkerTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -896,7 +903,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersResponseWritableTxnMarkerTopicResult] = []
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
         o.topics = lst_topics
@@ -908,8 +915,9 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
@@ -954,7 +962,7 @@ def _decode_WriteTxnMarkersResponse_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMa
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersResponseWritableTxnMarkerResult] = []
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf, pos)
             lst_markers.append(x_markers)
         o.markers = lst_markers
@@ -992,7 +1000,7 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMa
         if n > blen - pos:
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersResponseWritableTxnMarkerResult] = []
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf, pos)
             lst_markers.append(x_markers)
         o.markers = lst_markers
@@ -1004,8 +1012,9 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMa
     if n == 0:
         o.unknown_tagged_fields = ()
     else:
+        ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
-        for _ in range(n):
+        for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if True:
