@@ -11,6 +11,7 @@ silent gaps. ``tools/check_mypyc_c.py`` guards the generated C of the hot functi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,8 @@ CASES = [
     for v in api.versions
 ] + [pytest.param(cls, v, id=f"{cls.__name__}-v{v}") for cls in HEADERS + DATA for v in cls.VERSIONS]
 
-MODULES = sorted({p.values[0].__module__ for p in CASES})  # type: ignore[union-attr]
+_MEMORY = re.compile(r"<memory at 0x[0-9a-f]+>")
+MODULES = sorted({p.values[0].__module__ for p in CASES})
 
 
 def _compiled(module: str) -> bool:
@@ -91,7 +93,8 @@ def test_same_bytes_and_objects(cls: type[Message], version: int, data: st.DataO
     pure_obj, pure_end = cls._decoders[version](bytes(pure), 0)
     assert (native_obj, native_end) == (pure_obj, pure_end) == (msg, len(pure))
     assert type(native_obj) is cls
-    assert repr(native_obj) == repr(pure_obj)
+    # records fields decode as memoryview slices, whose repr is their address
+    assert _MEMORY.sub("<memory>", repr(native_obj)) == _MEMORY.sub("<memory>", repr(pure_obj))
 
 
 def _bad_inputs(good: bytes) -> list[bytes]:
@@ -122,7 +125,10 @@ def test_same_errors_on_bad_input(cls: type[Message], version: int, data: st.Dat
             got = None  # any other exception escapes and fails the test
         assert got == expected, f"native and pure decoders disagree on {bad.hex()}"
         # Through the public API: the same value or the same typed error, message included.
-        assert _flavour(True, lambda b=bad: cls.decode(b, version)) == _flavour(False, lambda b=bad: cls.decode(b, version))
+        def decode(b: bytes = bad) -> Message:
+            return cls.decode(b, version)
+
+        assert _flavour(True, decode) == _flavour(False, decode)
 
 
 def _odd_values(msg: Message, version: int) -> list[tuple[str, Any]]:
