@@ -1,6 +1,9 @@
 """Metadata request/response encode and decode throughput: kafka_wire against kio and kafka-python.
 
-Run: ``python bench/bench_metadata.py`` (``make bench``). One fixed cluster description (200 topics x
+Run: ``python bench/bench_metadata.py`` (``make bench``). kafka_wire is timed in both flavours in
+the same run: ``compiled`` (the mypyc modules of ``kafka_wire.messages_native``, when built with
+``make compile``) and ``pure`` (the same classes with the compiled functions switched off through
+``kafka_wire.codec.runtime.NATIVE``); the compiled column says "not built" otherwise. One fixed cluster description (200 topics x
 10 partitions x 3 replicas, 5 brokers, topic names of about 20 characters, seeded) is built as a
 MetadataRequest and a MetadataResponse at v1 and v12 by each library. The script first checks that
 the three encodings are byte-identical and that each library decodes the common bytes and encodes
@@ -39,6 +42,7 @@ from kafka.protocol.metadata import MetadataResponse as KpResponse
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from kafka_wire.codec import runtime
 from kafka_wire.messages import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -280,6 +284,15 @@ def kio_decoder(cls: type[Any]) -> Callable[[bytes], Any]:
 
 
 LIBS = ("kafka_wire", "kio", "kafka-python")
+#: kafka_wire's two flavours, timed as two libraries.
+FLAVOURS = ("compiled", "pure")
+
+
+def set_flavour(flavour: str) -> None:
+    runtime.NATIVE.enabled = flavour == "compiled" and NATIVE_BUILT
+
+
+NATIVE_BUILT = runtime.NATIVE.enabled
 
 
 def codec(lib: str, c: Cluster, kind: str, version: int) -> Codec:
@@ -364,19 +377,26 @@ def main(argv: list[str] | None = None) -> int:
         f"input: {len(cluster.topics)} topics x {len(cluster.topics[0].partitions)} partitions x "
         f"{len(cluster.topics[0].partitions[0].replicas)} replicas, {len(cluster.brokers)} brokers"
     )
+    print(f"kafka_wire compiled flavour: {'in use' if NATIVE_BUILT else 'NOT BUILT (make compile)'}")
     plan = [(kind, v) for kind in ("request", "response") for v in VERSIONS]
     rows: dict[str, dict[str, float]] = {}
     for kind, v in plan:
         name = f"Metadata{kind.capitalize()} v{v}"
-        data = check(name, {lib: codec(lib, cluster, kind, v) for lib in LIBS})
+        for flavour in FLAVOURS if NATIVE_BUILT else ("pure",):
+            set_flavour(flavour)
+            data = check(name, {lib: codec(lib, cluster, kind, v) for lib in LIBS})
         print(
-            f"{name}: {len(data):,} bytes, byte-identical in kafka_wire, kio and kafka-python; all decode it"
+            f"{name}: {len(data):,} bytes, byte-identical in kafka_wire (both flavours), kio and kafka-python; "
+            "all decode it"
         )
         # Time one library at a time with only its own message alive, so that no library's full
         # collections walk the others' inputs.
-        for lib in LIBS:
+        for lib in (*FLAVOURS, *LIBS[1:]):
+            if lib == "compiled" and not NATIVE_BUILT:
+                continue
+            set_flavour(lib)
             gc.collect()
-            subject = codec(lib, cluster, kind, v)
+            subject = codec("kafka_wire" if lib in FLAVOURS else lib, cluster, kind, v)
             if args.gc == "frozen":
                 gc.freeze()  # long-lived objects (modules, the input) move out of the collector's sight
             for op, fn in (("decode", decode_call(subject, data)), ("encode", subject.encode)):
@@ -386,13 +406,18 @@ def main(argv: list[str] | None = None) -> int:
                 gc.unfreeze()
             del subject, fn
 
+    set_flavour("compiled")
     header = (
         "path",
-        "kafka_wire MB/s",
+        "compiled MB/s",
+        "pure MB/s",
         "kio MB/s",
         "kafka-python MB/s",
-        "kafka_wire/kio",
-        "kafka_wire/kafka-python",
+        "compiled/kio",
+        "compiled/kafka-python",
+        "pure/kio",
+        "pure/kafka-python",
+        "compiled/pure",
     )
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     print()
@@ -401,8 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     order = [f"Metadata{kind.capitalize()} v{v} {op}" for op in ("decode", "encode") for kind, v in plan]
     for path in order:
         s = rows[path]
-        kw, ki, kp = s["kafka_wire"], s["kio"], s["kafka-python"]
-        print(f"| {path} | {kw:.1f} | {ki:.1f} | {kp:.1f} | {fmt_ratio(kw, ki)} | {fmt_ratio(kw, kp)} |")
+        pu, ki, kp = s["pure"], s["kio"], s["kafka-python"]
+        co = s.get("compiled")
+        cells = [f"{co:.1f}" if co else "not built", f"{pu:.1f}", f"{ki:.1f}", f"{kp:.1f}"]
+        cells += [fmt_ratio(co, ki), fmt_ratio(co, kp)] if co else ["-", "-"]
+        cells += [fmt_ratio(pu, ki), fmt_ratio(pu, kp), fmt_ratio(co, pu) if co else "-"]
+        print(f"| {path} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -20,9 +20,13 @@ once the collector runs again (the allocation count is kept).
 from __future__ import annotations
 
 import gc
+import importlib
+import os
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import Any, ClassVar, Final, Self
 from uuid import UUID, SafeUUID
 
@@ -128,6 +132,9 @@ class Struct:
     STRUCT_VERSIONS: ClassVar[VersionSet]
     _decoders: ClassVar[dict[int, Callable[[bytes, int], tuple[Any, int]]]]
     _encoders: ClassVar[dict[int, Callable[[Any, bytearray], None]]]
+    #: The compiled flavour's functions (``kafka_wire.messages_native``), when it is built and in use.
+    _native_decoders: ClassVar[dict[int, Callable[[bytes, int], tuple[Any, int]]]] = {}
+    _native_encoders: ClassVar[dict[int, Callable[[Any, Any], None]]] = {}
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -148,12 +155,21 @@ class Struct:
 
     def encode(self, version: int) -> bytes:
         """The body bytes of this message at ``version``."""
+        if NATIVE.enabled:
+            data = _encode_native(self, version)
+            if data is not None:
+                return data
         out = bytearray()
         self.encode_into(out, version)
         return bytes(out)
 
     def encode_into(self, out: bytearray, version: int) -> None:
         """Append the bytes of this message at ``version`` to ``out``."""
+        if NATIVE.enabled:
+            data = _encode_native(self, version)
+            if data is not None:
+                out += data
+                return
         encoder = self._encoders.get(version)
         if encoder is None:
             raise UnsupportedVersionError(
@@ -183,6 +199,25 @@ class Struct:
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
         """Decode from ``buf`` at ``pos``; return the message and the position after it."""
+        # Only a caller that had the collector on gets it back on (see the module docstring).
+        if len(buf) - pos >= GC_PAUSE_MIN_BYTES and _gc_isenabled():
+            _gc_disable()
+            try:
+                return cls._decode_from(buf, pos, version)
+            finally:
+                _gc_enable()
+        return cls._decode_from(buf, pos, version)
+
+    @classmethod
+    def _decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
+        if NATIVE.enabled:
+            native = cls._native_decoders.get(version)
+            if native is not None:
+                try:
+                    result: tuple[Self, int] = native(buf, pos)
+                    return result
+                except DECODE_FAILURES:
+                    pass  # the pure decoder below decides, and the interpreter reports, as without it
         decoder = cls._decoders.get(version)
         if decoder is None:
             raise InvalidValueError(
@@ -191,21 +226,14 @@ class Struct:
                 version=version,
                 message=cls.__name__,
             )
-        # Only a caller that had the collector on gets it back on (see the module docstring).
-        paused = len(buf) - pos >= GC_PAUSE_MIN_BYTES and _gc_isenabled()
-        if paused:
-            _gc_disable()
         try:
-            result: tuple[Self, int] = decoder(buf, pos)
+            result = decoder(buf, pos)
             return result
         except DECODE_FAILURES as exc:
             from kafka_wire.codec import interp
 
             interp.decode(cls, buf, pos, version)  # raises the precise DecodeError
             raise DecodeError(f"undecodable: {exc!r}", offset=pos, version=version, message=cls.__name__) from exc
-        finally:
-            if paused:
-                _gc_enable()
 
 
 class Message(Struct):
@@ -252,6 +280,82 @@ def _fast_uuid_works() -> bool:
 #: ``UUID.__init__`` sets (``int`` and ``is_safe``) without that method's argument checks, and falls
 #: back to the constructor on a Python whose UUID does not pass the check at import.
 uuid_from_bytes: Final = _uuid_from_bytes_fast if _fast_uuid_works() else _uuid_from_bytes_slow
+
+
+class NativeSwitch:
+    """Whether the compiled flavour is in use: true once a compiled module installed its tables.
+
+    Tests and benchmarks set ``NATIVE.enabled = False`` to run the pure flavour in the same process.
+    """
+
+    __slots__ = ("enabled",)
+
+    def __init__(self) -> None:
+        self.enabled = False
+
+
+NATIVE: Final = NativeSwitch()
+
+
+def native_wanted(module: str) -> bool:
+    """True when ``module`` is a compiled extension and ``KAFKA_WIRE_PURE`` is not set.
+
+    The same rule as ``kafka_wire.records._hot``: an uncompiled ``.py`` twin is never used.
+    """
+    if os.environ.get("KAFKA_WIRE_PURE"):
+        return False
+    try:
+        spec = find_spec(module)
+    except ImportError:
+        return False
+    return spec is not None and spec.origin is not None and not spec.origin.endswith(".py")
+
+
+def use_native(pure_module: str) -> None:
+    """Called at the end of each generated module: load its compiled twin when it is built.
+
+    ``kafka_wire.messages.metadata`` -> ``kafka_wire.messages_native.metadata``; the twin installs
+    its functions itself (:func:`install_native`) once it has finished loading.
+    """
+    native = pure_module.replace("kafka_wire.messages.", "kafka_wire.messages_native.", 1)
+    if native in sys.modules or not native_wanted(native):
+        return
+    try:
+        importlib.import_module(native)
+    except ImportError:  # e.g. built for another interpreter, or librt missing: stay pure
+        return
+
+
+def install_native(tables: tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]) -> None:
+    """Give each class its compiled decoders and encoders (called by the compiled modules)."""
+    if os.environ.get("KAFKA_WIRE_PURE"):
+        return
+    global _BytesWriter
+    from librt.strings import BytesWriter  # compiled modules need librt (it comes with mypy)
+
+    _BytesWriter = BytesWriter
+    for cls, decoders, encoders in tables:
+        cls._native_decoders = decoders
+        cls._native_encoders = encoders
+    NATIVE.enabled = True
+
+
+def _encode_native(msg: Struct, version: int) -> bytes | None:
+    """The compiled encoder's bytes, or ``None`` to let the pure encoder decide (and report)."""
+    encoder = msg._native_encoders.get(version)
+    if encoder is None:
+        return None
+    writer = _BytesWriter()
+    try:
+        encoder(msg, writer)
+    except ENCODE_FAILURES:
+        return None
+    data: bytes = writer.getvalue()
+    return data
+
+
+#: ``librt.strings.BytesWriter`` once a compiled module is installed (pure installs need no librt).
+_BytesWriter: Callable[[], Any] = bytearray
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:

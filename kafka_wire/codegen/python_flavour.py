@@ -751,6 +751,7 @@ class ModuleEmitter:
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
+        head.line("from kafka_wire.codec.runtime import use_native as _use_native")
         head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
         head.line("from kafka_wire.codec.runtime import write_uvarint as _write_uvarint")
@@ -762,13 +763,17 @@ class ModuleEmitter:
             head.line(f"{name} = _Struct({fmt!r})")
         for name, table in sorted(self.tables_used.items()):
             head.line(f"{name} = {table}")
-        text = head.text() + self.body.text() + "\n" + self.tables.text()
+        text = head.text() + self.body.text() + "\n" + self.tables.text() + _NATIVE_HOOK
         return _tidy_imports(text)
 
 
 def _uuid_expr(raw: str) -> str:
     """The UUID of the 16 bytes in local ``raw``: the shared zero UUID (the usual value) or a new one."""
     return f"ZERO_UUID if {raw} == ZERO_UUID_BYTES else _uuid_from_bytes({raw})"
+
+
+#: The end of every module: its compiled twin (``mypyc_flavour``) takes over when it is built.
+_NATIVE_HOOK = "\n_use_native(__name__)\n"
 
 
 def _char_size(c: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -60,3 +61,5 @@ AbortedTxn._encoders = {0: _encode_AbortedTxn_v0}
 AbortedTxn.API_KEY = None
 AbortedTxn.KIND = 'data'
 AbortedTxn.VERSIONS = (0,)
+
+_use_native(__name__)

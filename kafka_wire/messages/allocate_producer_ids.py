@@ -13,6 +13,7 @@ from struct import Struct as _Struct
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.schema.versions import VersionSet
 
@@ -144,3 +145,5 @@ AllocateProducerIdsResponse._encoders = {0: _encode_AllocateProducerIdsResponse_
 AllocateProducerIdsResponse.API_KEY = 67
 AllocateProducerIdsResponse.KIND = 'response'
 AllocateProducerIdsResponse.VERSIONS = (0,)
+
+_use_native(__name__)

@@ -15,6 +15,7 @@ from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpe
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
@@ -363,3 +364,5 @@ BrokerHeartbeatResponse._encoders = {0: _encode_BrokerHeartbeatResponse_v0, 1: _
 BrokerHeartbeatResponse.API_KEY = 63
 BrokerHeartbeatResponse.KIND = 'response'
 BrokerHeartbeatResponse.VERSIONS = (0, 1, 2)
+
+_use_native(__name__)

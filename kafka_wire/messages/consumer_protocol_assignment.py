@@ -20,6 +20,7 @@ from kafka_wire.codec.runtime import (
 )
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -212,3 +213,5 @@ ConsumerProtocolAssignment._encoders = {0: _encode_ConsumerProtocolAssignment_v0
 ConsumerProtocolAssignment.API_KEY = None
 ConsumerProtocolAssignment.KIND = 'data'
 ConsumerProtocolAssignment.VERSIONS = (0, 1, 2, 3)
+
+_use_native(__name__)

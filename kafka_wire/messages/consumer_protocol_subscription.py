@@ -20,6 +20,7 @@ from kafka_wire.codec.runtime import (
 )
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -582,3 +583,5 @@ ConsumerProtocolSubscription._encoders = {0: _encode_ConsumerProtocolSubscriptio
 ConsumerProtocolSubscription.API_KEY = None
 ConsumerProtocolSubscription.KIND = 'data'
 ConsumerProtocolSubscription.VERSIONS = (0, 1, 2, 3)
+
+_use_native(__name__)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -51,3 +52,5 @@ ControlRecordTypeSchema._encoders = {0: _encode_ControlRecordTypeSchema_v0}
 ControlRecordTypeSchema.API_KEY = None
 ControlRecordTypeSchema.KIND = 'data'
 ControlRecordTypeSchema.VERSIONS = (0,)
+
+_use_native(__name__)

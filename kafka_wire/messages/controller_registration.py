@@ -23,6 +23,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
@@ -598,3 +599,5 @@ ControllerRegistrationResponse._encoders = {0: _encode_ControllerRegistrationRes
 ControllerRegistrationResponse.API_KEY = 70
 ControllerRegistrationResponse.KIND = 'response'
 ControllerRegistrationResponse.VERSIONS = (0,)
+
+_use_native(__name__)

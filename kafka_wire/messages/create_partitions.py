@@ -22,6 +22,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
@@ -924,3 +925,5 @@ CreatePartitionsResponse._encoders = {0: _encode_CreatePartitionsResponse_v0, 1:
 CreatePartitionsResponse.API_KEY = 37
 CreatePartitionsResponse.KIND = 'response'
 CreatePartitionsResponse.VERSIONS = (0, 1, 2, 3)
+
+_use_native(__name__)

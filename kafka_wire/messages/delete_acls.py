@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFi
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -1861,3 +1862,5 @@ DeleteAclsResponse._encoders = {0: _encode_DeleteAclsResponse_v0, 1: _encode_Del
 DeleteAclsResponse.API_KEY = 31
 DeleteAclsResponse.KIND = 'response'
 DeleteAclsResponse.VERSIONS = (0, 1, 2, 3)
+
+_use_native(__name__)

@@ -25,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
@@ -1280,3 +1281,5 @@ DeleteTopicsResponse._encoders = {0: _encode_DeleteTopicsResponse_v0, 1: _encode
 DeleteTopicsResponse.API_KEY = 20
 DeleteTopicsResponse.KIND = 'response'
 DeleteTopicsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
+
+_use_native(__name__)

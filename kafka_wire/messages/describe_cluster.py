@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFi
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -1096,3 +1097,5 @@ DescribeClusterResponse._encoders = {0: _encode_DescribeClusterResponse_v0, 1: _
 DescribeClusterResponse.API_KEY = 60
 DescribeClusterResponse.KIND = 'response'
 DescribeClusterResponse.VERSIONS = (0, 1, 2)
+
+_use_native(__name__)

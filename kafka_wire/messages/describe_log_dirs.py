@@ -24,6 +24,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
@@ -1390,3 +1391,5 @@ DescribeLogDirsResponse._encoders = {0: _encode_DescribeLogDirsResponse_v0, 1: _
 DescribeLogDirsResponse.API_KEY = 35
 DescribeLogDirsResponse.KIND = 'response'
 DescribeLogDirsResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
+
+_use_native(__name__)

@@ -22,6 +22,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -1043,3 +1044,5 @@ ElectLeadersResponse._encoders = {0: _encode_ElectLeadersResponse_v0, 1: _encode
 ElectLeadersResponse.API_KEY = 43
 ElectLeadersResponse.KIND = 'response'
 ElectLeadersResponse.VERSIONS = (0, 1, 2)
+
+_use_native(__name__)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -51,3 +52,5 @@ EndTxnMarker._encoders = {0: _encode_EndTxnMarker_v0}
 EndTxnMarker.API_KEY = None
 EndTxnMarker.KIND = 'data'
 EndTxnMarker.VERSIONS = (0,)
+
+_use_native(__name__)

@@ -16,6 +16,7 @@ from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
@@ -218,3 +219,5 @@ ExpireDelegationTokenResponse._encoders = {0: _encode_ExpireDelegationTokenRespo
 ExpireDelegationTokenResponse.API_KEY = 40
 ExpireDelegationTokenResponse.KIND = 'response'
 ExpireDelegationTokenResponse.VERSIONS = (0, 1, 2)
+
+_use_native(__name__)

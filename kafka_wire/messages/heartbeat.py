@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -392,3 +393,5 @@ HeartbeatResponse._encoders = {0: _encode_HeartbeatResponse_v0, 1: _encode_Heart
 HeartbeatResponse.API_KEY = 12
 HeartbeatResponse.KIND = 'response'
 HeartbeatResponse.VERSIONS = (0, 1, 2, 3, 4)
+
+_use_native(__name__)

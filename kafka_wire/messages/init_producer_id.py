@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -451,3 +452,5 @@ InitProducerIdResponse._encoders = {0: _encode_InitProducerIdResponse_v0, 1: _en
 InitProducerIdResponse.API_KEY = 22
 InitProducerIdResponse.KIND = 'response'
 InitProducerIdResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
+
+_use_native(__name__)

@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFi
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -2746,3 +2747,5 @@ JoinGroupResponse._encoders = {0: _encode_JoinGroupResponse_v0, 1: _encode_JoinG
 JoinGroupResponse.API_KEY = 11
 JoinGroupResponse.KIND = 'response'
 JoinGroupResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+
+_use_native(__name__)

@@ -12,6 +12,7 @@ from struct import Struct as _Struct
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.schema.versions import VersionSet
 
@@ -77,3 +78,5 @@ KRaftVersionRecord._encoders = {0: _encode_KRaftVersionRecord_v0}
 KRaftVersionRecord.API_KEY = None
 KRaftVersionRecord.KIND = 'data'
 KRaftVersionRecord.VERSIONS = (0,)
+
+_use_native(__name__)

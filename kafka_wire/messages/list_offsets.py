@@ -24,6 +24,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -1487,3 +1488,5 @@ ListOffsetsResponse._encoders = {0: _encode_ListOffsetsResponse_v0, 1: _encode_L
 ListOffsetsResponse.API_KEY = 2
 ListOffsetsResponse.KIND = 'response'
 ListOffsetsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+
+_use_native(__name__)

@@ -25,6 +25,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
@@ -2154,3 +2155,5 @@ OffsetCommitResponse._encoders = {0: _encode_OffsetCommitResponse_v0, 1: _encode
 OffsetCommitResponse.API_KEY = 8
 OffsetCommitResponse.KIND = 'response'
 OffsetCommitResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+
+_use_native(__name__)

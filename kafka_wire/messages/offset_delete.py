@@ -13,6 +13,7 @@ from struct import Struct as _Struct
 from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -383,3 +384,5 @@ OffsetDeleteResponse._encoders = {0: _encode_OffsetDeleteResponse_v0}
 OffsetDeleteResponse.API_KEY = 47
 OffsetDeleteResponse.KIND = 'response'
 OffsetDeleteResponse.VERSIONS = (0,)
+
+_use_native(__name__)

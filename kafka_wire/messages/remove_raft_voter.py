@@ -15,6 +15,7 @@ from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Mess
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
@@ -208,3 +209,5 @@ RemoveRaftVoterResponse._encoders = {0: _encode_RemoveRaftVoterResponse_v0}
 RemoveRaftVoterResponse.API_KEY = 81
 RemoveRaftVoterResponse.KIND = 'response'
 RemoveRaftVoterResponse.VERSIONS = (0,)
+
+_use_native(__name__)

@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
@@ -158,3 +159,5 @@ RequestHeader._encoders = {0: _encode_RequestHeader_v0, 1: _encode_RequestHeader
 RequestHeader.API_KEY = None
 RequestHeader.KIND = 'header'
 RequestHeader.VERSIONS = (0, 1, 2)
+
+_use_native(__name__)

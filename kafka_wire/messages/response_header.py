@@ -12,6 +12,7 @@ from struct import Struct as _Struct
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
 from kafka_wire.schema.versions import VersionSet
@@ -89,3 +90,5 @@ ResponseHeader._encoders = {0: _encode_ResponseHeader_v0, 1: _encode_ResponseHea
 ResponseHeader.API_KEY = None
 ResponseHeader.KIND = 'header'
 ResponseHeader.VERSIONS = (0, 1)
+
+_use_native(__name__)

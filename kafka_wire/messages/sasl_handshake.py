@@ -13,6 +13,7 @@ from struct import Struct as _Struct
 from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 from kafka_wire.schema.versions import VersionSet
 
@@ -141,3 +142,5 @@ SaslHandshakeResponse._encoders = {0: _encode_SaslHandshakeResponse_v0, 1: _enco
 SaslHandshakeResponse.API_KEY = 17
 SaslHandshakeResponse.KIND = 'response'
 SaslHandshakeResponse.VERSIONS = (0, 1)
+
+_use_native(__name__)

@@ -12,6 +12,7 @@ from struct import Struct as _Struct
 from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.schema.versions import VersionSet
 
@@ -74,3 +75,5 @@ SnapshotFooterRecord._encoders = {0: _encode_SnapshotFooterRecord_v0}
 SnapshotFooterRecord.API_KEY = None
 SnapshotFooterRecord.KIND = 'data'
 SnapshotFooterRecord.VERSIONS = (0,)
+
+_use_native(__name__)

@@ -22,6 +22,7 @@ from kafka_wire.codec.runtime import (
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -1260,3 +1261,5 @@ StopReplicaResponse._encoders = {0: _encode_StopReplicaResponse_v0, 1: _encode_S
 StopReplicaResponse.API_KEY = 5
 StopReplicaResponse.KIND = 'response'
 StopReplicaResponse.VERSIONS = (0, 1, 2, 3, 4)
+
+_use_native(__name__)

@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, S
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
@@ -3943,3 +3944,5 @@ StreamsGroupHeartbeatResponse._encoders = {0: _encode_StreamsGroupHeartbeatRespo
 StreamsGroupHeartbeatResponse.API_KEY = 88
 StreamsGroupHeartbeatResponse.KIND = 'response'
 StreamsGroupHeartbeatResponse.VERSIONS = (0, 1)
+
+_use_native(__name__)

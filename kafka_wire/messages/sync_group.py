@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFi
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
@@ -1259,3 +1260,5 @@ SyncGroupResponse._encoders = {0: _encode_SyncGroupResponse_v0, 1: _encode_SyncG
 SyncGroupResponse.API_KEY = 14
 SyncGroupResponse.KIND = 'response'
 SyncGroupResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
+
+_use_native(__name__)

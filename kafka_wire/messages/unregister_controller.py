@@ -14,6 +14,7 @@ from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
 from kafka_wire.errors import ValueOutOfRangeError
@@ -170,3 +171,5 @@ UnregisterControllerResponse._encoders = {0: _encode_UnregisterControllerRespons
 UnregisterControllerResponse.API_KEY = 94
 UnregisterControllerResponse.KIND = 'response'
 UnregisterControllerResponse.VERSIONS = (0,)
+
+_use_native(__name__)
