@@ -62,8 +62,9 @@ regen: $(STAMP)
 	$(PY) -m kafka_wire.codegen
 	$(PY) -m kafka_wire.protocol.diagrams
 
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_metadata.py
+	$(PY) bench/bench_produce_fetch.py
 	$(PY) bench/bench_records.py
 	$(PY) bench/bench_spark.py --records 1000000
 

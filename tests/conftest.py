@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,3 +25,26 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+#: Compiled-against-pure comparisons: they need the compiled flavour, so the pure run of
+#: tools/test_flavours.py leaves them to the compiled run instead of listing thousands of skips.
+NATIVE_COMPARISONS = ("tests/codec/test_native.py", "tests/records/test_native.py")
+
+
+def _pure_run() -> bool:
+    return os.environ.get("KAFKA_WIRE_EXPECT_FLAVOUR") == "pure"
+
+
+def pytest_report_header() -> str | None:
+    if _pure_run():
+        return f"pure-flavour run: {', '.join(NATIVE_COMPARISONS)} deselected (the compiled run has them)"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _pure_run():
+        return
+    dropped = [item for item in items if item.nodeid.split("::")[0] in NATIVE_COMPARISONS]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.nodeid.split("::")[0] not in NATIVE_COMPARISONS]
