@@ -10,6 +10,7 @@ from uuid import UUID
 
 import pytest
 
+from kafka_wire.codec import runtime
 from kafka_wire.codec.runtime import GC_PAUSE_MIN_BYTES, ZERO_UUID, uuid_from_bytes
 from kafka_wire.errors import DecodeError
 from kafka_wire.messages import (
@@ -54,8 +55,11 @@ def gc_restored() -> Iterator[None]:
 
 def spy(monkeypatch: pytest.MonkeyPatch, cls: Any, version: int, seen: list[bool],
         inner: Callable[[], object] | None = None) -> None:  # fmt: skip
-    """Record ``gc.isenabled()`` whenever the generated decoder of ``cls`` at ``version`` runs."""
-    real = cls._decoders[version]
+    """Record ``gc.isenabled()`` whenever the generated decoder of ``cls`` at ``version`` runs
+    (the compiled one when the compiled flavour is in use)."""
+    native = runtime.NATIVE.enabled and version in cls._native_decoders
+    table = cls._native_decoders if native else cls._decoders
+    real = table[version]
 
     def decoder(buf: bytes, pos: int) -> tuple[Any, int]:
         seen.append(gc.isenabled())
@@ -65,7 +69,7 @@ def spy(monkeypatch: pytest.MonkeyPatch, cls: Any, version: int, seen: list[bool
         result: tuple[Any, int] = real(buf, pos)
         return result
 
-    monkeypatch.setitem(cls._decoders, version, decoder)
+    monkeypatch.setitem(table, version, decoder)
 
 
 def test_large_decode_pauses_the_collector_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
