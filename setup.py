@@ -13,6 +13,7 @@ from setuptools import setup
 
 COMPILED = [
     "kafka_wire/records/_hot_native.py",
+    "kafka_wire/records/_record_native.py",
 ]
 
 ext_modules = []
@@ -24,6 +25,7 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
         opt_level=os.environ.get("KAFKA_WIRE_MYPYC_OPT", "1"),
         multi_file=False,
         separate=False,
+        group_name="kafka_wire.records._native",
     )
 
 setup(ext_modules=ext_modules)
