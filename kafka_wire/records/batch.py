@@ -38,6 +38,11 @@ V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_SIZE: Final = struct.Struct(">qi")
 
 
+STREAM_MIN_RECORDS: Final = 64
+"""Smaller batches are iterated from :meth:`RecordBatch.records` (a validating pass and an
+iterator object cost more than the list they would save)."""
+
+
 def relocate(error: DecodeError, *, offset: int, note: str, message: str) -> DecodeError:
     """A copy of ``error`` (same class) at ``offset`` with ``note`` appended to its reason."""
     return type(error)(f"{error.reason} {note}", offset=offset, message=message)
@@ -304,7 +309,7 @@ class RecordBatch(Generic[B]):
         ``_hot_native.V2Records``); the pure flavour decodes the list of :meth:`records`.
         """
         native = _hot.NATIVE
-        if native is None or self._zero_copy:
+        if native is None or self._zero_copy or self.record_count < STREAM_MIN_RECORDS:
             return iter(self.records())
         data, pos, end, shift, note, log_append_time = self._source()
         if type(data) is not bytes:

@@ -88,7 +88,7 @@ def _contents_unchecked(data: bytes) -> list[Any]:
 def test_streaming_iteration_equals_the_list_and_fails_before_the_first_record(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    good = build_batch([(b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])
+    good = build_batch([(b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])  # streamed: >= 64 records
     (batch,) = read_batches(good)
     assert list(batch) == batch.records()
     # the last record's value length overruns: no record may be seen before the error
