@@ -14,8 +14,9 @@ from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
 
+RECORDS = ["kafka_wire/records/_hot_native.py", "kafka_wire/records/_record_native.py"]
 COMPILED = [
-    "kafka_wire/records/_hot_native.py",
+    *RECORDS,
     # The message codec's mypyc flavour: every generated module (kafka_wire.codegen.mypyc_flavour).
     *sorted(
         p.relative_to(HERE).as_posix()
@@ -32,9 +33,10 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
         COMPILED,
         opt_level=os.environ.get("KAFKA_WIRE_MYPYC_OPT", "1"),
         multi_file=False,
-        # One extension per module: the C compiler runs in parallel (below), and the guard
-        # (tools/check_mypyc_c.py) finds each module's C as build/**/__native_<module>.c.
-        separate=True,
+        # The records modules share one library (the hot loops build the native Record); every
+        # message module is its own extension, so the C compiler runs in parallel (below) and the
+        # guard (tools/check_mypyc_c.py) finds each module's C as build/**/__native_<module>.c.
+        separate=[(RECORDS, "kafka_wire.records._native")],
     )
 
 setup(

@@ -13,16 +13,14 @@ when the input ends inside a field or a header key is not UTF-8; the caller (``b
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Callable, Sequence
-from importlib.util import find_spec
 from types import ModuleType
 from typing import Any, Final, Protocol
 from zlib import crc32
 
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError, ValueOutOfRangeError
-from kafka_wire.records.record import EMPTY_HEADERS, B, Record
+from kafka_wire.records.record import EMPTY_HEADERS, NATIVE_RECORD, B, Record, native_module
 from kafka_wire.records.record import record_fields as record_fields
 
 _new_object: Final[Callable[..., Any]] = object.__new__
@@ -216,6 +214,7 @@ def _decode_records_v2_py(
     out: list[Any] = [None] * count
     new = _new_object
     rec_cls = Record
+    by_init = NATIVE_RECORD  # the compiled Record refuses object.__new__ (zero-copy reads get here)
     slow32 = read_uvarint32
     slow64 = read_uvarint64
     lat = log_append_time is not None
@@ -358,6 +357,15 @@ def _decode_records_v2_py(
             headers, pos = decode_headers(data, pos, rec_end, hc, text, keys)
         if pos != rec_end:
             raise CorruptBatchError(f"record fields end at byte {pos}, its length says {rec_end}", offset=pos)
+        if by_init:
+            out[i] = rec_cls(
+                base_offset + ((od >> 1) ^ -(od & 1)),
+                base_timestamp + ((tsd >> 1) ^ -(tsd & 1)) if log_append_time is None else log_append_time,
+                key,
+                value,
+                headers,
+            )
+            continue
         r = new(rec_cls)
         r.offset = base_offset + ((od >> 1) ^ -(od & 1))
         r.timestamp = log_append_time if lat else base_timestamp + ((tsd >> 1) ^ -(tsd & 1))
@@ -589,6 +597,8 @@ def legacy_record(data: B, key_pos: int, end: int, offset: int, timestamp: int) 
         raise CorruptBatchError(
             f"legacy value length {vlen} does not match the {end - p} bytes left in its message", offset=p - 4
         )
+    if NATIVE_RECORD:
+        return Record(offset, timestamp, key, value, EMPTY_HEADERS)
     r: Record[B] = _new_object(Record)
     r.offset = offset
     r.timestamp = timestamp
@@ -649,16 +659,7 @@ def encode_legacy_message(
 
 def _load_native() -> ModuleType | None:
     """``_hot_native`` if it is a compiled extension (and ``KAFKA_WIRE_PURE`` is not set)."""
-    if os.environ.get("KAFKA_WIRE_PURE"):
-        return None
-    spec = find_spec("kafka_wire.records._hot_native")
-    if spec is None or spec.origin is None or spec.origin.endswith(".py"):
-        return None
-    try:
-        from kafka_wire.records import _hot_native
-    except ImportError:  # built for another interpreter, or librt missing: stay pure
-        return None
-    return _hot_native
+    return native_module("kafka_wire.records._hot_native")
 
 
 NATIVE: ModuleType | None = _load_native()

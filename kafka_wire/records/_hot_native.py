@@ -23,6 +23,7 @@ is an ordinary (interpreted) class.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -30,7 +31,8 @@ from librt.strings import BytesWriter
 from mypy_extensions import i64, u8
 
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError
-from kafka_wire.records.record import EMPTY_HEADERS, Record, record_fields
+from kafka_wire.records._record_native import Record
+from kafka_wire.records.record import EMPTY_HEADERS, record_fields
 
 _U64: Final = 0xFFFFFFFFFFFFFFFF
 
@@ -109,31 +111,104 @@ def _headers(
     return tuple(headers), pos
 
 
-def decode_records_v2(
-    data: bytes,
-    pos: i64,
-    end: i64,
-    count: i64,
-    base_offset: int,
-    base_timestamp: int,
-    log_append_time: int | None,
-    keys: dict[bytes, str],
-) -> tuple[list[Record[bytes]], i64]:
-    """Compiled twin of ``_hot.decode_records_v2`` for ``bytes`` input and a key-text dict."""
-    if count * 7 > end - pos:
-        raise CorruptBatchError(
-            f"{count} records cannot fit in {end - pos} bytes (a record takes at least 7)", offset=pos
-        )
-    if end > len(data):
-        raise IndexError("records end past the buffer")
-    out: list[Record[bytes]] = []
-    new = object.__new__
-    lat = log_append_time is not None
-    lat_value = 0 if log_append_time is None else log_append_time
-    i: i64 = 0
-    while i < count:
+def _same_bytes(data: bytes, pos: i64, other: bytes, n: i64) -> bool:
+    """Whether ``data[pos:pos + n] == other`` (``len(other) == n``, bounds checked), without slicing."""
+    j: i64 = 0
+    while j < n:
+        if data[pos + j] != other[j]:
+            return False
+        j += 1
+    return True
+
+
+GC_PAUSE_MIN_RECORDS: Final = 256
+"""``decode_records_v2`` pauses the cyclic GC for batches of at least this many records."""
+
+
+class V2Records:
+    """The records of one v2 batch in ``bytes``, decoded one at a time; an iterator of records.
+
+    ``validate()`` walks every record without making any (so that a corrupt batch raises before
+    its first record is seen, as the pure flavour, which decodes a whole batch at once) and
+    returns the position after the last; ``rewind()`` then starts the iteration over. Iterating
+    makes each record when it is asked for, so a consumer that drops records as it goes reuses
+    the same memory and gives the cyclic GC nothing to walk.
+    """
+
+    data: bytes
+    start: i64
+    pos: i64
+    end: i64
+    count: i64
+    index: i64
+    base_offset: int
+    base_timestamp: int
+    lat: bool
+    lat_value: int
+    keys: dict[bytes, str]
+    last_raw: bytes
+    last_key: str
+
+    def __init__(
+        self,
+        data: bytes,
+        pos: i64,
+        end: i64,
+        count: i64,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        keys: dict[bytes, str],
+    ) -> None:
+        if count * 7 > end - pos:
+            raise CorruptBatchError(
+                f"{count} records cannot fit in {end - pos} bytes (a record takes at least 7)", offset=pos
+            )
+        if end > len(data):
+            raise IndexError("records end past the buffer")
+        self.data = data
+        self.start = pos
+        self.pos = pos
+        self.end = end
+        self.count = count
+        self.index = 0
+        self.base_offset = base_offset
+        self.base_timestamp = base_timestamp
+        self.lat = log_append_time is not None
+        self.lat_value = 0 if log_append_time is None else log_append_time
+        self.keys = keys
+        self.last_raw = b""
+        self.last_key = ""
+
+    def validate(self) -> i64:
+        """Walk (and check) every remaining record without making one: the position after them."""
+        while self.index < self.count:
+            self.next_record(False)
+        return self.pos
+
+    def rewind(self) -> None:
+        self.pos = self.start
+        self.index = 0
+
+    def __iter__(self) -> V2Records:
+        return self
+
+    def __next__(self) -> Record[bytes]:
+        if self.index >= self.count:
+            raise StopIteration
+        r = self.next_record(True)
+        assert r is not None
+        return r
+
+    def next_record(self, make: bool) -> Record[bytes] | None:
+        """Decode the next record (the caller checks that one is left); ``None`` unless ``make``."""
+        data = self.data
+        pos = self.pos
+        end = self.end
+        i = self.index
+        keys = self.keys
         if pos >= end:
-            raise CorruptBatchError(f"batch ends after {i} of {count} declared records", offset=pos)
+            raise CorruptBatchError(f"batch ends after {i} of {self.count} declared records", offset=pos)
         v: int = data[pos]
         if v < 0x80:
             pos += 1
@@ -159,7 +234,12 @@ def decode_records_v2(
                 tsd = (tsd & 0x7F) | (b << 7)
                 pos += 3
             else:
-                tsd, pos = _slow_uvarint64(data, pos + 1)
+                b2: int = data[pos + 3]
+                if b2 < 0x80:
+                    tsd = (tsd & 0x7F) | ((b & 0x7F) << 7) | (b2 << 14)
+                    pos += 4
+                else:
+                    tsd, pos = _slow_uvarint64(data, pos + 1)
         od: int = data[pos]
         if od < 0x80:
             pos += 1
@@ -169,7 +249,12 @@ def decode_records_v2(
                 od = (od & 0x7F) | (b << 7)
                 pos += 2
             else:
-                od, pos = _slow_uvarint32(data, pos)
+                b2 = data[pos + 2]
+                if b2 < 0x80:
+                    od = (od & 0x7F) | ((b & 0x7F) << 7) | (b2 << 14)
+                    pos += 3
+                else:
+                    od, pos = _slow_uvarint32(data, pos)
         # key
         v = data[pos]
         if v < 0x80:
@@ -181,15 +266,16 @@ def decode_records_v2(
                 pos += 2
             else:
                 v, pos = _slow_uvarint32(data, pos)
-        key: bytes | None = None
+        kpos: i64 = pos
+        klen: i64 = -1
         if v & 1:
             if v != 1:
                 raise InvalidValueError(f"negative key length {(v >> 1) ^ -1}", offset=pos)
         else:
-            n: i64 = pos + i64(v >> 1)
+            klen = i64(v >> 1)
+            n: i64 = pos + klen
             if n > rec_end:
                 raise CorruptBatchError(f"key of {v >> 1} bytes overruns its record", offset=pos)
-            key = data[pos:n]
             pos = n
         # value
         v = data[pos]
@@ -202,20 +288,24 @@ def decode_records_v2(
                 pos += 2
             else:
                 v, pos = _slow_uvarint32(data, pos)
-        value: bytes | None = None
+        vpos: i64 = pos
+        vlen: i64 = -1
         if v & 1:
             if v != 1:
                 raise InvalidValueError(f"negative value length {(v >> 1) ^ -1}", offset=pos)
         else:
-            n = pos + i64(v >> 1)
+            vlen = i64(v >> 1)
+            n = pos + vlen
             if n > rec_end:
                 raise CorruptBatchError(f"value of {v >> 1} bytes overruns its record", offset=pos)
-            value = data[pos:n]
             pos = n
         # headers: none, exactly one (inline), or the general loop
         v = data[pos]
         pos += 1
-        headers: tuple[tuple[str, bytes | None], ...]
+        headers: tuple[tuple[str, bytes | None], ...] | None
+        hk: str = ""
+        hpos: i64 = 0
+        hlen: i64 = -1
         if v == 0:
             headers = EMPTY_HEADERS
         elif v == 2:
@@ -229,11 +319,19 @@ def decode_records_v2(
             n = pos + i64(v >> 1)
             if n > rec_end:
                 raise CorruptBatchError("header key overruns its record", offset=pos)
-            raw = data[pos:n]
-            hk = keys.get(raw)
-            if hk is None:
-                hk = raw.decode()
-                keys[raw] = hk
+            last_raw = self.last_raw
+            if n - pos == len(last_raw) and _same_bytes(data, pos, last_raw, n - pos):
+                hk = self.last_key
+            else:
+                raw = data[pos:n]
+                hk_cached = keys.get(raw)
+                if hk_cached is None:
+                    hk = raw.decode()
+                    keys[raw] = hk
+                else:
+                    hk = hk_cached
+                self.last_raw = raw
+                self.last_key = hk
             pos = n
             v = data[pos]
             if v < 0x80:
@@ -243,13 +341,14 @@ def decode_records_v2(
             if v & 1:
                 if v != 1:
                     raise InvalidValueError("negative header value length", offset=pos)
-                headers = ((hk, None),)
             else:
-                n = pos + i64(v >> 1)
+                hpos = pos
+                hlen = i64(v >> 1)
+                n = pos + hlen
                 if n > rec_end:
                     raise CorruptBatchError("header value overruns its record", offset=pos)
-                headers = ((hk, data[pos:n]),)
                 pos = n
+            headers = None
         else:
             if v >= 0x80:
                 v, pos = _slow_uvarint32(data, pos - 1)
@@ -261,15 +360,54 @@ def decode_records_v2(
             headers, pos = _headers(data, pos, rec_end, hc, keys)
         if pos != rec_end:
             raise CorruptBatchError(f"record fields end at byte {pos}, its length says {rec_end}", offset=pos)
-        r: Any = new(Record)
-        r.offset = base_offset + _zigzag(od)
-        r.timestamp = lat_value if lat else base_timestamp + _zigzag(tsd)
-        r.key = key
-        r.value = value
-        r.headers = headers
-        out.append(r)
-        i += 1
-    return out, pos
+        self.pos = pos
+        self.index = i + 1
+        if not make:
+            return None
+        offset = self.base_offset + ((od >> 1) ^ -(od & 1))
+        timestamp = self.lat_value if self.lat else self.base_timestamp + ((tsd >> 1) ^ -(tsd & 1))
+        if headers is None:
+            headers = ((hk, None if hlen < 0 else data[hpos : hpos + hlen]),)
+        return Record(
+            offset,
+            timestamp,
+            None if klen < 0 else data[kpos : kpos + klen],
+            None if vlen < 0 else data[vpos : vpos + vlen],
+            headers,
+        )
+
+
+def decode_records_v2(
+    data: bytes,
+    pos: i64,
+    end: i64,
+    count: i64,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    keys: dict[bytes, str],
+) -> tuple[list[Record[bytes]], i64]:
+    """Compiled twin of ``_hot.decode_records_v2`` for ``bytes`` input and a key-text dict.
+
+    Records hold no reference cycles, so for large batches the cyclic GC is paused while the list
+    is made (and restored after): otherwise every 700 new records trigger a collection that walks
+    them, and the survivors are promoted towards full-heap collections. No Python code runs in
+    the loop (no finalizer can run while the GC is paused), so no other thread sees the pause.
+    """
+    records = V2Records(data, pos, end, count, base_offset, base_timestamp, log_append_time, keys)
+    out: list[Record[bytes]] = []
+    paused = count >= GC_PAUSE_MIN_RECORDS and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        while records.index < count:
+            r = records.next_record(True)
+            assert r is not None
+            out.append(r)
+    finally:
+        if paused:
+            gc.enable()
+    return out, records.pos
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ view keeps the caller's buffer.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final, Generic, cast
+from typing import TYPE_CHECKING, Any, Final, Generic
 
 from kafka_wire.errors import CorruptBatchError, DecodeError, InvalidValueError
+from kafka_wire.records import _hot
 from kafka_wire.records._hot import NO_KEY_CACHE, KeyCache, decode_records_v2, text_of_bytes, text_of_view
 from kafka_wire.records.compression import decompress
 from kafka_wire.records.config import ReadConfig
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
 V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte v2 header: base offset .. record count, in wire order."""
 _OFFSET_SIZE: Final = struct.Struct(">qi")
+
+
+STREAM_MIN_RECORDS: Final = 64
+"""Smaller batches are iterated from :meth:`RecordBatch.records` (a validating pass and an
+iterator object cost more than the list they would save)."""
 
 
 def relocate(error: DecodeError, *, offset: int, note: str, message: str) -> DecodeError:
@@ -220,8 +226,13 @@ class RecordBatch(Generic[B]):
         return self.compute_crc() == self.crc
 
     # -- records ---------------------------------------------------------------------------------
-    def records(self) -> list[Record[B]]:
-        """Decode (and decompress) every record of the batch."""
+    def _source(self) -> tuple[Any, int, int, int | None, str, int | None]:
+        """Where the records are: ``(data, pos, end, shift, note, log_append_time)``.
+
+        ``data`` is the batch's buffer or its decompressed records; ``shift`` turns a position in
+        ``data`` into one in the payload (``None`` for decompressed data); ``note`` names the batch
+        in error messages.
+        """
         count = self.record_count
         where = f"(batch base offset {self.base_offset})"
         if count < 0:
@@ -233,27 +244,40 @@ class RecordBatch(Generic[B]):
         end = start + self.batch_length + LOG_OVERHEAD
         codec = self.attributes & COMPRESSION_MASK
         log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        data: bytes | memoryview
         if codec == 0:
             if self._zero_copy or type(buf) is bytes:
-                data, pos, shift = buf, start + RECORD_BATCH_OVERHEAD, self.position - start
-            else:
-                data, pos, shift = bytes(buf[start + RECORD_BATCH_OVERHEAD : end]), 0, self.position + 61
-                end = len(data)
-            note = where
-        else:
-            try:
-                raw = decompress(
-                    codec,
-                    memoryview(buf)[start + RECORD_BATCH_OVERHEAD : end],
-                    magic=2,
-                    max_bytes=self._config.max_decompressed_bytes,
-                )
-            except DecodeError as e:
-                raise relocate(e, offset=self.position, note=where, message="RecordBatch") from None
-            data = memoryview(raw) if self._zero_copy else raw
-            pos, end, shift = 0, len(raw), None
-            note = f"{where} in its decompressed records"
+                return buf, start + RECORD_BATCH_OVERHEAD, end, self.position - start, where, log_append_time
+            data = bytes(buf[start + RECORD_BATCH_OVERHEAD : end])
+            return data, 0, len(data), self.position + 61, where, log_append_time
+        try:
+            raw = decompress(
+                codec,
+                memoryview(buf)[start + RECORD_BATCH_OVERHEAD : end],
+                magic=2,
+                max_bytes=self._config.max_decompressed_bytes,
+            )
+        except DecodeError as e:
+            raise relocate(e, offset=self.position, note=where, message="RecordBatch") from None
+        data_out: bytes | memoryview = memoryview(raw) if self._zero_copy else raw
+        return data_out, 0, len(raw), None, f"{where} in its decompressed records", log_append_time
+
+    def _failure(self, e: Exception, shift: int | None, note: str) -> DecodeError:
+        """The error to raise for ``e`` escaping a records loop over :meth:`_source`'s data."""
+        if isinstance(e, DecodeError):
+            at = self.position if shift is None else e.offset + shift
+            return relocate(e, offset=at, note=note, message="RecordBatch")
+        return relocate(wrap_decode_failure(e, 0), offset=self.position, note=note, message="RecordBatch")
+
+    def _left_over(self, pos: int, end: int, shift: int | None, note: str) -> CorruptBatchError:
+        return CorruptBatchError(
+            f"{end - pos} bytes left after the declared {self.record_count} records {note}",
+            offset=self.position if shift is None else pos + shift,
+            message="RecordBatch",
+        )
+
+    def records(self) -> list[Record[B]]:
+        """Decode (and decompress) every record of the batch."""
+        data, pos, end, shift, note, log_append_time = self._source()
         text: Callable[[Any], str] = text_of_view
         keys: KeyCache = NO_KEY_CACHE
         if type(data) is bytes:
@@ -261,33 +285,47 @@ class RecordBatch(Generic[B]):
             keys = {}
         try:
             records, pos = decode_records_v2(
-                cast(Any, data),
+                data,
                 pos,
                 end,
-                count,
+                self.record_count,
                 self.base_offset,
                 self.base_timestamp,
                 log_append_time,
                 text,
                 keys,
             )
-        except DecodeError as e:
-            at = self.position if shift is None else e.offset + shift
-            raise relocate(e, offset=at, note=note, message="RecordBatch") from None
-        except (IndexError, UnicodeDecodeError) as e:
-            raise relocate(
-                wrap_decode_failure(e, 0), offset=self.position, note=note, message="RecordBatch"
-            ) from None
+        except (DecodeError, IndexError, UnicodeDecodeError) as e:
+            raise self._failure(e, shift, note) from None
         if pos != end:
-            raise CorruptBatchError(
-                f"{end - pos} bytes left after the declared {count} records {note}",
-                offset=self.position if shift is None else pos + shift,
-                message="RecordBatch",
-            )
+            raise self._left_over(pos, end, shift, note)
         return records
 
     def __iter__(self) -> Iterator[Record[B]]:
-        return iter(self.records())
+        """The records, decoded (and decompressed) when iteration starts.
+
+        A corrupt batch raises before the first record, in both flavours. The compiled flavour
+        checks every record first, then makes each one when it is asked for (see
+        ``_hot_native.V2Records``); the pure flavour decodes the list of :meth:`records`.
+        """
+        native = _hot.NATIVE
+        if native is None or self._zero_copy or self.record_count < STREAM_MIN_RECORDS:
+            return iter(self.records())
+        data, pos, end, shift, note, log_append_time = self._source()
+        if type(data) is not bytes:
+            return iter(self.records())
+        try:
+            it = native.V2Records(
+                data, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_time, {}
+            )
+            pos = it.validate()
+        except (DecodeError, IndexError, UnicodeDecodeError) as e:
+            raise self._failure(e, shift, note) from None
+        if pos != end:
+            raise self._left_over(pos, end, shift, note)
+        it.rewind()
+        result: Iterator[Record[B]] = it
+        return result
 
     def __repr__(self) -> str:
         return (

@@ -83,3 +83,43 @@ def test_same_errors_on_corrupt_batches(monkeypatch: pytest.MonkeyPatch) -> None
 
 def _contents_unchecked(data: bytes) -> list[Any]:
     return [[r.astuple() for r in batch] for batch in read_batches(data, verify_crc=False)]
+
+
+def test_streaming_iteration_equals_the_list_and_fails_before_the_first_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    good = build_batch([(b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])  # streamed: >= 64 records
+    (batch,) = read_batches(good)
+    assert list(batch) == batch.records()
+    # the last record's value length overruns: no record may be seen before the error
+    bad = good[:-4] + b"\x7f" + good[-3:]
+
+    seen: list[Any] = []
+
+    def first_seen(data: bytes) -> Any:
+        for b in read_batches(data, verify_crc=False):
+            for r in b:
+                seen.append(r)
+        return seen
+
+    with monkeypatch.context() as m:
+        m.setattr(_hot, "NATIVE", NATIVE)
+        with pytest.raises(DecodeError):
+            first_seen(bad)
+    assert seen == []
+    _both(monkeypatch, lambda: first_seen(bad))
+
+
+def test_compiled_record_keeps_the_public_surface() -> None:
+    r = Record(1, 2, b"k", None, (("h", b"v"),))
+    assert type(r).__module__ == "kafka_wire.records._record_native"
+    assert r == Record(1, 2, b"k", None, (("h", b"v"),)) and r != Record(1, 3, b"k", None)
+    assert list(r) == [1, 2, b"k", None, (("h", b"v"),)]
+    assert repr(r) == "Record(offset=1, timestamp=2, key=b'k', value=None, headers=(('h', b'v'),))"
+    match r:
+        case Record(offset, timestamp, key, value, headers):
+            assert (offset, timestamp, key, value, headers) == tuple(r)
+    with pytest.raises(TypeError):
+        hash(r)
+    r.key = b"z"
+    assert r.astuple() == (1, 2, b"z", None, (("h", b"v"),))
