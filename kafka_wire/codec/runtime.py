@@ -20,13 +20,10 @@ once the collector runs again (the allocation count is kept).
 from __future__ import annotations
 
 import gc
-import importlib
-import os
 import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.util import find_spec
 from typing import Any, ClassVar, Final, Self
 from uuid import UUID, SafeUUID
 
@@ -37,6 +34,7 @@ from kafka_wire.errors import (
     TruncatedError,
     UnsupportedVersionError,
 )
+from kafka_wire.flavour import compiled_module, pure_forced
 from kafka_wire.schema.versions import VersionSet
 
 #: The all-zero UUID, Kafka's ``Uuid.ZERO_UUID`` and the default of every uuid field.
@@ -297,20 +295,6 @@ class NativeSwitch:
 NATIVE: Final = NativeSwitch()
 
 
-def native_wanted(module: str) -> bool:
-    """True when ``module`` is a compiled extension and ``KAFKA_WIRE_PURE`` is not set.
-
-    The same rule as ``kafka_wire.records._hot``: an uncompiled ``.py`` twin is never used.
-    """
-    if os.environ.get("KAFKA_WIRE_PURE"):
-        return False
-    try:
-        spec = find_spec(module)
-    except ImportError:
-        return False
-    return spec is not None and spec.origin is not None and not spec.origin.endswith(".py")
-
-
 def use_native(pure_module: str) -> None:
     """Called at the end of each generated module: load its compiled twin when it is built.
 
@@ -318,17 +302,13 @@ def use_native(pure_module: str) -> None:
     its functions itself (:func:`install_native`) once it has finished loading.
     """
     native = pure_module.replace("kafka_wire.messages.", "kafka_wire.messages_native.", 1)
-    if native in sys.modules or not native_wanted(native):
-        return
-    try:
-        importlib.import_module(native)
-    except ImportError:  # e.g. built for another interpreter, or librt missing: stay pure
-        return
+    if native not in sys.modules:
+        compiled_module(native)
 
 
 def install_native(tables: tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]) -> None:
     """Give each class its compiled decoders and encoders (called by the compiled modules)."""
-    if os.environ.get("KAFKA_WIRE_PURE"):
+    if pure_forced():
         return
     global _BytesWriter
     from librt.strings import BytesWriter  # compiled modules need librt (it comes with mypy)

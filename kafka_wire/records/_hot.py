@@ -20,7 +20,8 @@ from typing import Any, Final, Protocol
 from zlib import crc32
 
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError, ValueOutOfRangeError
-from kafka_wire.records.record import EMPTY_HEADERS, NATIVE_RECORD, B, Record, native_module
+from kafka_wire.flavour import compiled_module
+from kafka_wire.records.record import EMPTY_HEADERS, NATIVE_RECORD, B, Record
 from kafka_wire.records.record import record_fields as record_fields
 
 _new_object: Final[Callable[..., Any]] = object.__new__
@@ -659,7 +660,7 @@ def encode_legacy_message(
 
 def _load_native() -> ModuleType | None:
     """``_hot_native`` if it is a compiled extension (and ``KAFKA_WIRE_PURE`` is not set)."""
-    return native_module("kafka_wire.records._hot_native")
+    return compiled_module("kafka_wire.records._hot_native")
 
 
 NATIVE: ModuleType | None = _load_native()

@@ -8,14 +8,11 @@ fields are equal, and unpack as ``offset, timestamp, key, value, headers``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
-from importlib import import_module
-from importlib.util import find_spec
-from types import ModuleType
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from kafka_wire.errors import EncodeError
+from kafka_wire.flavour import compiled_module
 
 BufferLike = bytes | bytearray | memoryview
 """What the readers accept (``bytes`` is fastest; others are read through a memoryview)."""
@@ -77,25 +74,9 @@ class Record(Generic[B]):
         )
 
 
-def native_module(name: str) -> ModuleType | None:
-    """The module ``name`` if it is a compiled extension and ``KAFKA_WIRE_PURE`` is unset, else ``None``.
-
-    How every compiled module of the records package is chosen (see ``docs/compiled.md``).
-    """
-    if os.environ.get("KAFKA_WIRE_PURE"):
-        return None
-    spec = find_spec(name)
-    if spec is None or spec.origin is None or spec.origin.endswith(".py"):
-        return None
-    try:
-        return import_module(name)
-    except ImportError:  # built for another interpreter, or librt missing: stay pure
-        return None
-
-
 PyRecord = Record
 """The pure-Python record class (``Record`` is the compiled one when it is in use)."""
-_NATIVE_RECORD = native_module("kafka_wire.records._record_native")
+_NATIVE_RECORD = compiled_module("kafka_wire.records._record_native")
 NATIVE_RECORD: bool = _NATIVE_RECORD is not None
 """Whether ``Record`` is the compiled class of ``_record_native`` (lazy views; no ``object.__new__``)."""
 if _NATIVE_RECORD is not None:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from kafka_wire.codec import runtime
 from kafka_wire.codec.runtime import DECODE_FAILURES, Message, Struct
 from kafka_wire.errors import DecodeError, EncodeError
+from kafka_wire.flavour import is_compiled
 from kafka_wire.messages import DATA, HEADERS, catalog
 from kafka_wire.testing.strategies import messages
 
@@ -37,7 +38,7 @@ MODULES = sorted({p.values[0].__module__ for p in CASES})
 
 
 def _compiled(module: str) -> bool:
-    return runtime.native_wanted(module.replace("kafka_wire.messages.", "kafka_wire.messages_native.", 1))
+    return is_compiled(module.replace("kafka_wire.messages.", "kafka_wire.messages_native.", 1))
 
 
 def _require_native(cls: type[Struct]) -> None:
