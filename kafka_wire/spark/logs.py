@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.broker.log.batches import BatchHeader, parse_header
-from kafka_wire.broker.log.checkpoints import LOG_START_OFFSET_FILE
+from kafka_wire.broker.log.checkpoints import LOG_START_OFFSET_FILE, read_offset
 from kafka_wire.broker.log.index import decode_offset_entries
 from kafka_wire.broker.log.segment import parse_segment_name
 from kafka_wire.errors import CorruptBatchError
@@ -133,10 +134,8 @@ def _log_start_offset(tp: TopicPartition, folder: Path) -> int | None:
     """The partition's log start offset: kafka_wire's ``log-start-offset`` file in the folder, or
     Kafka's ``log-start-offset-checkpoint`` of the data directory (version 0: a count line, then
     ``topic partition offset`` lines). Unreadable or malformed files count as absent."""
-    starts = []
-    own = _read_small(folder / LOG_START_OFFSET_FILE)
-    if own is not None and own.strip().isdigit():
-        starts.append(int(own))
+    own = read_offset(FileStorage(folder), LOG_START_OFFSET_FILE)  # what the broker itself reads
+    starts = [] if own is None else [own]
     kafka = _read_small(folder.parent / "log-start-offset-checkpoint")
     lines = kafka.splitlines() if kafka is not None else []
     if len(lines) >= 2 and lines[0].strip() == "0":
@@ -213,10 +212,12 @@ def earliest_offset(log: PartitionLog) -> int:
     """The first offset a consumer can read: the base of the first batch, or the log start offset
     when a checkpoint puts it later (records below it stay in their segment until it is deleted);
     the log end for an empty log."""
-    end = latest_offset(log)
     for _, _, batch in _batches_from(log, 0, 0, _HEADER_ONLY):
-        return min(end, max(batch.base_offset, log.log_start_offset or 0))
-    return end
+        start = log.log_start_offset
+        if start is None or start <= batch.base_offset:
+            return batch.base_offset
+        return min(start, latest_offset(log))
+    return latest_offset(log)
 
 
 def latest_offset(log: PartitionLog) -> int:
