@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from kafka_wire.codegen.python_flavour import ModuleEmitter, fresh_default, nondefault_check
+from kafka_wire.codegen.python_flavour import ModuleEmitter, fresh_default, nondefault_check, read_sized
 from kafka_wire.codegen.writer import SourceWriter
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
@@ -147,19 +147,7 @@ class NativeModuleEmitter(ModuleEmitter):
             if kind == "array":
                 self.native_read_array_body(w, f, v, target, flexible)
                 return
-            if kind == "string":
-                with w.block("if n > 0x7FFF:"):
-                    w.line(f"raise _invalid('string field {f.name} is too long')")
-            w.line("end = pos + n")
-            with w.block("if end > blen:"):
-                w.line(f"raise _truncated('{f.name}')")
-            if kind == "string":
-                w.line(f"{target} = buf[pos:end].decode()")
-            elif kind == "bytes":
-                w.line(f"{target} = buf[pos:end]")
-            else:
-                w.line(f"{target} = mv[pos:end]")
-            w.line("pos = end")
+            read_sized(w, f, kind, target, check_string_length=True)
 
     def read_struct(self, w: SourceWriter, f: Field, v: int, target: str, marker_loaded: bool) -> None:
         fn = self.fn_ref(f.type.struct, v)

@@ -335,19 +335,7 @@ class ModuleEmitter:
             if kind == "array":
                 self.read_array_body(w, msg, f, v, target, flexible)
                 return
-            if kind == "string" and null == "n < 0":
-                with w.block("if n > 0x7FFF:"):
-                    w.line(f"raise _invalid('string field {f.name} is too long')")
-            w.line("end = pos + n")
-            with w.block("if end > blen:"):
-                w.line(f"raise _truncated('{f.name}')")
-            if kind == "string":
-                w.line(f"{target} = buf[pos:end].decode()")
-            elif kind == "bytes":
-                w.line(f"{target} = buf[pos:end]")
-            else:
-                w.line(f"{target} = mv[pos:end]")
-            w.line("pos = end")
+            read_sized(w, f, kind, target, check_string_length=null == "n < 0")
 
     def read_struct(self, w: SourceWriter, f: Field, v: int, target: str, marker_loaded: bool) -> None:
         fn = self.fn_ref(f.type.struct, v)
@@ -765,6 +753,24 @@ class ModuleEmitter:
             head.line(f"{name} = {table}")
         text = head.text() + self.body.text() + "\n" + self.tables.text() + _NATIVE_HOOK
         return _tidy_imports(text)
+
+
+def read_sized(w: SourceWriter, f: Field, kind: str, target: str, *, check_string_length: bool) -> None:
+    """Read ``n`` bytes at ``pos`` into ``target`` (a string, bytes or a records view) and move
+    ``pos`` past them; both flavours emit this once the length ``n`` is known not to be null."""
+    if kind == "string" and check_string_length:
+        with w.block("if n > 0x7FFF:"):
+            w.line(f"raise _invalid('string field {f.name} is too long')")
+    w.line("end = pos + n")
+    with w.block("if end > blen:"):
+        w.line(f"raise _truncated('{f.name}')")
+    if kind == "string":
+        w.line(f"{target} = buf[pos:end].decode()")
+    elif kind == "bytes":
+        w.line(f"{target} = buf[pos:end]")
+    else:
+        w.line(f"{target} = mv[pos:end]")
+    w.line("pos = end")
 
 
 def _uuid_expr(raw: str) -> str:
